@@ -1,0 +1,53 @@
+"""Test collection: golden `.tile` files with RUN lines run as tests; `gpu` tests need a GPU."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from lit import LitError, run_file
+
+
+def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
+    if file_path.suffix == ".tile" and "RUN:" in file_path.read_text(errors="replace"):
+        return TileFile.from_parent(parent, path=file_path)
+    return None
+
+
+class TileFile(pytest.File):
+    def collect(self):
+        yield TileItem.from_parent(self, name="lit")
+
+
+class TileItem(pytest.Item):
+    def runtest(self) -> None:
+        run_file(self.path)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, LitError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, 0, f"lit: {self.path.name}"
+
+
+def _has_gpu() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gpu_items = [i for i in items if "gpu" in i.keywords]
+    if gpu_items and not _has_gpu():
+        skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run scripts/gpu-tests on the GPU machine)")
+        for item in gpu_items:
+            item.add_marker(skip)

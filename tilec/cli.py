@@ -1,0 +1,150 @@
+"""The `tilec` command line.
+
+    tilec opt FILE.tile [-p PIPELINE] [--print-ir-after-all] [--no-verify] [-o OUT]
+    tilec demo
+
+User errors (bad input, unknown passes, verifier failures) print one located message and exit
+with status 2; no traceback unless --traceback. Nothing is written to -o on failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from tilec import __version__
+
+EXIT_USER_ERROR = 2
+EXIT_INTERNAL_ERROR = 3
+
+
+class UsageError(Exception):
+    """Wrong use of the command line (a file that does not exist, conflicting flags)."""
+
+
+def write_output(text: str, out: str | None) -> None:
+    """Writes `text` to `out` atomically (or to stdout)."""
+    if out is None or out == "-":
+        sys.stdout.write(text)
+        return
+    target = Path(out)
+    fd, tmp = tempfile.mkstemp(dir=target.parent or Path("."), prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_module(path: str):
+    from tilec.ir import parse, parse_file
+
+    if path == "-":
+        return parse(sys.stdin.read(), "<stdin>")
+    if not Path(path).is_file():
+        raise UsageError(f"{path}: no such file")
+    return parse_file(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands
+
+
+def cmd_opt(args: argparse.Namespace) -> int:
+    from tilec.ir import print_module, verify
+    from tilec.passes import PassManager, parse_pipeline
+
+    passes = parse_pipeline(args.pipeline) if args.pipeline else []
+    module = read_module(args.file)
+    if not args.no_verify:
+        verify(module)
+
+    def dump(text: str) -> None:
+        sys.stderr.write(text)
+
+    pm = PassManager(passes, verify_each=not args.no_verify, print_after_all=dump if args.print_ir_after_all else None)
+    pm.run(module)
+    if args.timing:
+        total = sum(t.seconds for t in pm.timings)
+        sys.stderr.write("// pass timing\n")
+        for t in pm.timings:
+            sys.stderr.write(f"//   {t.seconds * 1e3:9.3f} ms  {t.name}\n")
+        sys.stderr.write(f"//   {total * 1e3:9.3f} ms  total\n")
+    write_output(print_module(module, generic=args.generic), args.output)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from tilec.demo import run_demo
+
+    return run_demo(sys.stdout)
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="tilec",
+        description="tilec: a tile-IR compiler for memory-bound GPU kernels (RMSNorm, LayerNorm, softmax).",
+    )
+    p.add_argument("--version", action="version", version=f"tilec {__version__}")
+    p.add_argument("--traceback", action="store_true", help="show Python tracebacks for errors")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    opt = sub.add_parser("opt", help="parse, verify, transform and print a .tile file")
+    opt.add_argument("file", help="input .tile file ('-' for stdin)")
+    opt.add_argument("-p", "--pipeline", default="", help="passes to run, e.g. 'canonicalize,cse,dce'")
+    opt.add_argument("--print-ir-after-all", action="store_true", help="print the IR after each pass (to stderr)")
+    opt.add_argument("--no-verify", action="store_true", help="do not run the verifier")
+    opt.add_argument("--timing", action="store_true", help="print the time each pass took (to stderr)")
+    opt.add_argument("--generic", action="store_true", help="print every op in the generic form")
+    opt.add_argument("-o", "--output", help="output file (default: stdout)")
+    opt.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    opt.set_defaults(func=cmd_opt)
+
+    demo = sub.add_parser("demo", help="show tilec on a built-in RMSNorm kernel")
+    demo.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    demo.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return EXIT_USER_ERROR
+    from tilec.ir.errors import TilecError
+
+    try:
+        return func(args)
+    except (TilecError, UsageError) as e:
+        if args.traceback:
+            traceback.print_exc()
+        print(f"tilec: {e}" if isinstance(e, UsageError) else str(e), file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:
+        if args.traceback:
+            traceback.print_exc()
+        print(f"tilec: internal error: {type(e).__name__}: {e} (run with --traceback for details)", file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,87 @@
+"""`tilec demo`: tilec on a built-in RMSNorm kernel, runnable on a machine without a GPU."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+# RMSNorm over the rows of a 64 x 1000 bf16 matrix, y = x * rsqrt(mean(x^2) + 1e-6) * w, in the
+# logical form: block sizes are symbolic and x is read twice (once per loop), as Inductor does.
+RMSNORM_LOGICAL = """\
+tile.kernel @rmsnorm(%x: ptr<bf16>, %w: ptr<bf16>, %y: ptr<bf16>) constexprs(XBLOCK, RBLOCK) attributes {grid = [cdiv(64, XBLOCK)]} {
+  %pid = tile.program_id : i32
+  %xblock = tile.constant {value = XBLOCK} : i32
+  %xoffset = tile.mul %pid, %xblock : i32
+  %xrange = tile.arange {end = XBLOCK} : tile<[XBLOCK], i32>
+  %xrow = tile.add %xrange, %xoffset : tile<[XBLOCK], i32>
+  %xindex = tile.expand_dims %xrow {axis = 1} : tile<[XBLOCK, 1], i32>
+  %xnumel = tile.constant {value = 64} : i32
+  %xmask = tile.cmp %xindex, %xnumel {predicate = "lt"} : tile<[XBLOCK, 1], i1>
+  %rnumel = tile.constant {value = 1000} : i32
+  %c0 = tile.constant {value = 0} : i32
+  %rblock = tile.constant {value = RBLOCK} : i32
+  %rowstart = tile.mul %xindex, %rnumel : tile<[XBLOCK, 1], i32>
+  %zero = tile.full {value = 0.0} : tile<[XBLOCK], f32>
+  %sumsq = tile.for %roffset = %c0 to %rnumel step %rblock iter_args(%acc = %zero) -> (tile<[XBLOCK], f32>) {
+    %rrange = tile.arange {end = RBLOCK} : tile<[RBLOCK], i32>
+    %rcol = tile.add %rrange, %roffset : tile<[RBLOCK], i32>
+    %rindex = tile.expand_dims %rcol {axis = 0} : tile<[1, RBLOCK], i32>
+    %rmask = tile.cmp %rindex, %rnumel {predicate = "lt"} : tile<[1, RBLOCK], i1>
+    %xm = tile.broadcast %xmask : tile<[XBLOCK, RBLOCK], i1>
+    %rm = tile.broadcast %rmask : tile<[XBLOCK, RBLOCK], i1>
+    %mask = tile.and %xm, %rm : tile<[XBLOCK, RBLOCK], i1>
+    %rows = tile.broadcast %rowstart : tile<[XBLOCK, RBLOCK], i32>
+    %cols = tile.broadcast %rindex : tile<[XBLOCK, RBLOCK], i32>
+    %offs = tile.add %rows, %cols : tile<[XBLOCK, RBLOCK], i32>
+    %xv = tile.load %x, %offs, %mask : tile<[XBLOCK, RBLOCK], bf16>
+    %xf = tile.cast %xv : tile<[XBLOCK, RBLOCK], f32>
+    %sq = tile.mul %xf, %xf : tile<[XBLOCK, RBLOCK], f32>
+    %part = tile.reduce %sq, %mask {kind = "sum", axis = 1} : tile<[XBLOCK], f32>
+    %acc_next = tile.add %acc, %part : tile<[XBLOCK], f32>
+    tile.yield %acc_next
+  }
+  %n = tile.constant {value = 1000.0} : f32
+  %mean = tile.div %sumsq, %n : tile<[XBLOCK], f32>
+  %eps = tile.constant {value = 1e-06} : f32
+  %var = tile.add %mean, %eps : tile<[XBLOCK], f32>
+  %rstd_row = tile.rsqrt %var : tile<[XBLOCK], f32>
+  %rstd = tile.expand_dims %rstd_row {axis = 1} : tile<[XBLOCK, 1], f32>
+  tile.for %roffset2 = %c0 to %rnumel step %rblock {
+    %rrange2 = tile.arange {end = RBLOCK} : tile<[RBLOCK], i32>
+    %rcol2 = tile.add %rrange2, %roffset2 : tile<[RBLOCK], i32>
+    %rindex2 = tile.expand_dims %rcol2 {axis = 0} : tile<[1, RBLOCK], i32>
+    %rmask2 = tile.cmp %rindex2, %rnumel {predicate = "lt"} : tile<[1, RBLOCK], i1>
+    %xm2 = tile.broadcast %xmask : tile<[XBLOCK, RBLOCK], i1>
+    %rm2 = tile.broadcast %rmask2 : tile<[XBLOCK, RBLOCK], i1>
+    %mask2 = tile.and %xm2, %rm2 : tile<[XBLOCK, RBLOCK], i1>
+    %rows2 = tile.broadcast %rowstart : tile<[XBLOCK, RBLOCK], i32>
+    %cols2 = tile.broadcast %rindex2 : tile<[XBLOCK, RBLOCK], i32>
+    %offs2 = tile.add %rows2, %cols2 : tile<[XBLOCK, RBLOCK], i32>
+    %xv2 = tile.load %x, %offs2, %mask2 : tile<[XBLOCK, RBLOCK], bf16>
+    %wv = tile.load %w, %rindex2, %rmask2 {eviction = "evict_last"} : tile<[1, RBLOCK], bf16>
+    %xf2 = tile.cast %xv2 : tile<[XBLOCK, RBLOCK], f32>
+    %rs = tile.broadcast %rstd : tile<[XBLOCK, RBLOCK], f32>
+    %normed = tile.mul %xf2, %rs : tile<[XBLOCK, RBLOCK], f32>
+    %wf = tile.cast %wv : tile<[1, RBLOCK], f32>
+    %wb = tile.broadcast %wf : tile<[XBLOCK, RBLOCK], f32>
+    %out = tile.mul %normed, %wb : tile<[XBLOCK, RBLOCK], f32>
+    %outb = tile.cast %out : tile<[XBLOCK, RBLOCK], bf16>
+    tile.store %y, %offs2, %outb, %mask2
+  }
+}
+"""
+
+DEMO_PIPELINE = "specialize{XBLOCK=1,RBLOCK=1024},canonicalize,cse,dce"
+
+
+def run_demo(out: TextIO) -> int:
+    from tilec.ir import parse, print_module, verify
+    from tilec.passes import run_pipeline
+
+    module = parse(RMSNORM_LOGICAL, "<demo:rmsnorm>")
+    verify(module)
+    out.write("// RMSNorm in tilec's logical tile IR (parsed and verified):\n")
+    out.write(print_module(module))
+    run_pipeline(module, DEMO_PIPELINE)
+    out.write(f"\n// After -p '{DEMO_PIPELINE}' (one row per program, the row in one tile):\n")
+    out.write(print_module(module))
+    return 0

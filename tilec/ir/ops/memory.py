@@ -1,0 +1,355 @@
+"""Ops that touch memory: global loads and stores, shared memory, TMA, mbarriers, fences."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tilec.ir.core import Attr, Operation, Value
+from tilec.ir.dtypes import DType, Type, i1
+from tilec.ir.ops.common import (
+    check_int_scalar,
+    check_mask,
+    check_operand_count,
+    check_results,
+    elem_dtype,
+    tile_or_scalar,
+)
+from tilec.ir.types import MBarrierType, PointerType, SharedBufferType, TensorDescType, TileType
+
+READS = frozenset({"reads"})
+ALLOC = frozenset({"alloc"})
+EVICTION = ("", "evict_first", "evict_last")
+
+# ---------------------------------------------------------------------------------------------
+# Global memory
+
+
+def _check_offsets(op: Operation, ptr: Value, offsets: Value) -> DType:
+    if not isinstance(ptr.type, PointerType):
+        raise op.error("first operand must be a pointer")
+    dt = elem_dtype(offsets.type)
+    if dt is None or not dt.is_int or dt.is_bool:
+        raise op.error("offsets must be integers")
+    return ptr.type.pointee
+
+
+class LoadOp(Operation):
+    """Reads ptr[offsets]. With a mask, masked-off elements are not read and take `other`
+    (0 if absent). Operands: ptr, offsets[, mask[, other]]."""
+
+    name = "tile.load"
+    attrs = {"eviction": Attr("choice", required=False, default="", choices=EVICTION)}
+    num_results = 1
+    traits = READS
+
+    @classmethod
+    def infer(cls, operands: Sequence[Value], attributes: dict[str, Any]) -> list[Type] | None:
+        ptr, offsets = operands[0].type, operands[1].type
+        if not isinstance(ptr, PointerType):
+            return None
+        return [tile_or_scalar(offsets, ptr.pointee)]
+
+    def verify_(self) -> None:
+        check_operand_count(self, 2, 4)
+        pointee = _check_offsets(self, self.operands[0], self.operands[1])
+        offsets = self.operands[1].type
+        if len(self.operands) >= 3:
+            check_mask(self, self.operands[2], offsets)
+        if len(self.operands) == 4:
+            other = self.operands[3].type
+            if elem_dtype(other) != pointee:
+                raise self.error(f"'other' must have the pointee dtype {pointee}")
+            if isinstance(other, TileType) and (
+                not isinstance(offsets, TileType) or other.shape != offsets.shape or other.layout != offsets.layout
+            ):
+                raise self.error("'other' must be a scalar or shaped like the offsets")
+        check_results(self, [tile_or_scalar(offsets, pointee)])
+
+
+class StoreOp(Operation):
+    """Writes value to ptr[offsets] where the mask is true. Operands: ptr, offsets, value[, mask]."""
+
+    name = "tile.store"
+    num_results = 0
+
+    def verify_(self) -> None:
+        check_operand_count(self, 3, 4)
+        pointee = _check_offsets(self, self.operands[0], self.operands[1])
+        offsets, value = self.operands[1].type, self.operands[2].type
+        if elem_dtype(value) != pointee:
+            raise self.error(f"value must have the pointee dtype {pointee}, got {elem_dtype(value)}")
+        if isinstance(value, TileType) and (
+            not isinstance(offsets, TileType) or value.shape != offsets.shape or value.layout != offsets.layout
+        ):
+            raise self.error("value must be a scalar or shaped like the offsets")
+        if len(self.operands) == 4:
+            check_mask(self, self.operands[3], offsets)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared memory
+
+
+def _smem(op: Operation, v: Value, what: str, slots: bool | None = False) -> SharedBufferType:
+    t = v.type
+    if not isinstance(t, SharedBufferType):
+        raise op.error(f"{what} must be a shared-memory buffer")
+    if slots is False and t.slots is not None:
+        raise op.error(f"{what} has slots: pick one with 'tile.smem_index' first")
+    if slots is True and t.slots is None:
+        raise op.error(f"{what} has no slots")
+    return t
+
+
+class SmemAllocOp(Operation):
+    """Allocates a shared-memory buffer for the whole kernel. Its contents start undefined."""
+
+    name = "tile.smem_alloc"
+    num_results = 1
+    traits = ALLOC
+
+    def verify_(self) -> None:
+        check_operand_count(self, 0)
+        if not isinstance(self.result.type, SharedBufferType):
+            raise self.error("result must be a shared-memory buffer")
+
+
+class SmemIndexOp(Operation):
+    """Slot `slot` of a multi-slot buffer (a run-time index)."""
+
+    name = "tile.smem_index"
+    num_results = 1
+    traits = frozenset({"pure"})
+
+    @classmethod
+    def infer(cls, operands: Sequence[Value], attributes: dict[str, Any]) -> list[Type] | None:
+        t = operands[0].type
+        return [t.slot_type()] if isinstance(t, SharedBufferType) and t.slots is not None else None
+
+    def verify_(self) -> None:
+        check_operand_count(self, 2)
+        t = _smem(self, self.operands[0], "buffer", slots=True)
+        check_int_scalar(self, self.operands[1], "slot")
+        check_results(self, [t.slot_type()])
+
+
+class SmemSliceOp(Operation):
+    """A sub-range [start, start + length) of dimension `dim` (compile-time bounds)."""
+
+    name = "tile.smem_slice"
+    attrs = {"dim": Attr("int"), "start": Attr("int"), "length": Attr("int")}
+    num_results = 1
+    traits = frozenset({"pure"})
+
+    def verify_(self) -> None:
+        check_operand_count(self, 1)
+        t = _smem(self, self.operands[0], "buffer")
+        dim, start, length = self.attr("dim"), self.attr("start"), self.attr("length")
+        if not 0 <= dim < len(t.shape):
+            raise self.error(f"dim {dim} out of range")
+        size = t.shape[dim]
+        if start < 0 or length < 1 or (isinstance(size, int) and start + length > size):
+            raise self.error(f"slice [{start}, {start + length}) out of bounds of {size}")
+        shape = t.shape[:dim] + (length,) + t.shape[dim + 1 :]
+        check_results(self, [SharedBufferType(shape, t.dtype, t.layout)])
+
+
+class SmemLoadOp(Operation):
+    """Reads a whole shared buffer into a register tile of the result's layout."""
+
+    name = "tile.smem_load"
+    num_results = 1
+    traits = READS
+
+    def verify_(self) -> None:
+        check_operand_count(self, 1)
+        t = _smem(self, self.operands[0], "buffer")
+        r = self.result.type
+        if not isinstance(r, TileType) or r.shape != t.shape or r.dtype != t.dtype:
+            raise self.error("result must be a tile of the buffer's shape and dtype")
+
+
+class SmemStoreOp(Operation):
+    """Writes a register tile into a whole shared buffer."""
+
+    name = "tile.smem_store"
+    num_results = 0
+
+    def verify_(self) -> None:
+        check_operand_count(self, 2)
+        t = _smem(self, self.operands[0], "buffer")
+        v = self.operands[1].type
+        if not isinstance(v, TileType) or v.shape != t.shape or v.dtype != t.dtype:
+            raise self.error("value must be a tile of the buffer's shape and dtype")
+
+
+# ---------------------------------------------------------------------------------------------
+# TMA
+
+
+def _desc(op: Operation, v: Value) -> TensorDescType:
+    if not isinstance(v.type, TensorDescType):
+        raise op.error("first operand must be a TMA descriptor")
+    return v.type
+
+
+def _barrier(op: Operation, bars: Value, index: Value) -> MBarrierType:
+    if not isinstance(bars.type, MBarrierType):
+        raise op.error("needs an mbarrier array")
+    check_int_scalar(op, index, "barrier index")
+    return bars.type
+
+
+class TmaLoadOp(Operation):
+    """Copies the box at `coords` from global memory into `dst`; the copy's bytes complete a
+    transaction on barrier bars[index]. Out-of-bounds parts of the box are filled with zeros.
+    Operands: desc, coords (one per dim), bars, index, dst[, pred]."""
+
+    name = "tile.tma_load"
+    num_results = 0
+
+    def verify_(self) -> None:
+        if not self.operands:
+            raise self.error("needs a descriptor")
+        desc = _desc(self, self.operands[0])
+        rank = len(desc.block_shape)
+        check_operand_count(self, rank + 4, rank + 5)
+        for c in self.operands[1 : 1 + rank]:
+            check_int_scalar(self, c, "coordinate")
+        _barrier(self, self.operands[1 + rank], self.operands[2 + rank])
+        dst = _smem(self, self.operands[3 + rank], "destination")
+        if dst.shape != desc.block_shape or dst.dtype != desc.dtype:
+            raise self.error("destination must match the descriptor's block shape and dtype")
+        if dst.layout != desc.layout:
+            raise self.error("destination must have the descriptor's layout")
+        if len(self.operands) == rank + 5 and self.operands[-1].type != i1:
+            raise self.error("predicate must be an i1 scalar")
+
+
+class TmaStoreOp(Operation):
+    """Copies `src` to the box at `coords` in global memory; out-of-bounds parts are dropped.
+    Completion is awaited with `tile.tma_store_wait`. Operands: desc, coords, src."""
+
+    name = "tile.tma_store"
+    num_results = 0
+
+    def verify_(self) -> None:
+        if not self.operands:
+            raise self.error("needs a descriptor")
+        desc = _desc(self, self.operands[0])
+        rank = len(desc.block_shape)
+        check_operand_count(self, rank + 2)
+        for c in self.operands[1 : 1 + rank]:
+            check_int_scalar(self, c, "coordinate")
+        src = _smem(self, self.operands[-1], "source")
+        if src.shape != desc.block_shape or src.dtype != desc.dtype or src.layout != desc.layout:
+            raise self.error("source must match the descriptor's block shape, dtype and layout")
+
+
+class TmaStoreWaitOp(Operation):
+    """Waits until at most `pendings` TMA stores of this thread are still reading shared memory."""
+
+    name = "tile.tma_store_wait"
+    attrs = {"pendings": Attr("int", required=False, default=0)}
+    num_results = 0
+
+    def verify_(self) -> None:
+        check_operand_count(self, 0)
+        if self.attr("pendings") < 0:
+            raise self.error("pendings must not be negative")
+
+
+# ---------------------------------------------------------------------------------------------
+# mbarriers
+
+
+class MBarrierAllocOp(Operation):
+    """Allocates an array of mbarriers in shared memory (uninitialized)."""
+
+    name = "tile.mbarrier_alloc"
+    num_results = 1
+    traits = ALLOC
+
+    def verify_(self) -> None:
+        check_operand_count(self, 0)
+        if not isinstance(self.result.type, MBarrierType):
+            raise self.error("result must be an mbarrier array")
+
+
+class MBarrierOp(Operation):
+    """Base: operands bars, index (and more per op)."""
+
+    num_results = 0
+    extra_operands = 0
+
+    def verify_(self) -> None:
+        check_operand_count(self, 2 + self.extra_operands)
+        _barrier(self, self.operands[0], self.operands[1])
+
+
+class MBarrierInitOp(MBarrierOp):
+    """Initializes bars[index] to expect `count` arrivals per phase; phase 0 is then in progress."""
+
+    name = "tile.mbarrier_init"
+    attrs = {"count": Attr("int", required=False, default=1)}
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.attr("count") < 1:
+            raise self.error("count must be positive")
+
+
+class MBarrierExpectOp(MBarrierOp):
+    """Arrives once on bars[index] and adds `bytes` to the transaction bytes the phase waits for."""
+
+    name = "tile.mbarrier_expect"
+    attrs = {"bytes": Attr("symint")}
+
+
+class MBarrierWaitOp(MBarrierOp):
+    """Waits until the phase of parity `phase` of bars[index] has completed."""
+
+    name = "tile.mbarrier_wait"
+    extra_operands = 1
+
+    def verify_(self) -> None:
+        super().verify_()
+        check_int_scalar(self, self.operands[2], "phase")
+
+
+class MBarrierArriveOp(MBarrierOp):
+    """Arrives `count` times on bars[index]."""
+
+    name = "tile.mbarrier_arrive"
+    attrs = {"count": Attr("int", required=False, default=1)}
+
+
+class MBarrierInvalidateOp(MBarrierOp):
+    """Invalidates bars[index]; it may not be used again until re-initialized."""
+
+    name = "tile.mbarrier_invalidate"
+
+
+# ---------------------------------------------------------------------------------------------
+# Fences and barriers
+
+
+class FenceAsyncSharedOp(Operation):
+    """Orders this thread's generic shared-memory accesses before later async-proxy (TMA) accesses."""
+
+    name = "tile.fence_async_shared"
+    num_results = 0
+
+    def verify_(self) -> None:
+        check_operand_count(self, 0)
+
+
+class CtaBarrierOp(Operation):
+    """Every thread of the CTA (of the partition, inside warp_specialize) waits here for the others."""
+
+    name = "tile.cta_barrier"
+    num_results = 0
+
+    def verify_(self) -> None:
+        check_operand_count(self, 0)

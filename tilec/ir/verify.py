@@ -1,0 +1,252 @@
+"""The module verifier: the rules that span ops (each op checks its own in `verify_`).
+
+Runs after parsing and between passes. Rules:
+- kernel: parameter and constexpr names, parameter types, descriptor parameters, launch metadata;
+- every symbol in a type is a declared constexpr;
+- SSA dominance: operands are defined earlier in the same block or an enclosing one; isolated
+  regions (warp-specialize partitions) see only their own arguments;
+- terminators: `tile.yield` only ends the region of a loop, conditional or partition;
+- layouts: a kernel is logical (no tile has a layout) or planned (every tile has one), and a
+  tile's layout spans the warps of the partition it lives in;
+- mbarriers are initialized before any other use;
+- shared memory (buffers and barriers) fits the per-CTA budget.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from typing import Any
+
+from tilec.ir.core import Block, BlockArg, Kernel, Module, Operation, Value
+from tilec.ir.dtypes import DType, Type
+from tilec.ir.errors import TilecError, VerifyError
+from tilec.ir.expr import Expr, IntExpr, evaluate, free_symbols
+from tilec.ir.ops import (
+    ForOp,
+    IfOp,
+    MBarrierAllocOp,
+    MBarrierInitOp,
+    MBarrierOp,
+    SmemAllocOp,
+    TmaLoadOp,
+    WarpSpecializeOp,
+    YieldOp,
+)
+from tilec.ir.printer import format_type
+from tilec.ir.types import MBarrierType, PointerType, SharedBufferType, TensorDescType, TileType
+
+H100_SMEM_BYTES = 232_448  # per CTA, opt-in maximum on H100 and H200
+MBARRIER_BYTES = 8
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+RESERVED = frozenset({"inf", "nan", "true", "false", "num_sms"})
+
+
+def verify(target: Module | Kernel, smem_budget: int = H100_SMEM_BYTES) -> None:
+    """Raises VerifyError (located at the offending op where there is one) on the first broken rule."""
+    kernels = target.kernels if isinstance(target, Module) else [target]
+    for kernel in kernels:
+        _KernelVerifier(kernel, smem_budget).run()
+
+
+def _ident_ok(name: str) -> bool:
+    return bool(_IDENT.match(name)) and not keyword.iskeyword(name) and name not in RESERVED
+
+
+class _KernelVerifier:
+    def __init__(self, kernel: Kernel, smem_budget: int) -> None:
+        self.k = kernel
+        self.smem_budget = smem_budget
+        self.planned: bool | None = None
+
+    def fail(self, message: str, op: Operation | None = None) -> VerifyError:
+        return VerifyError(f"in kernel @{self.k.name}: {message}", op.loc if op is not None else self.k.loc)
+
+    def run(self) -> None:
+        self.signature()
+        self.block(self.k.body, set(), warps=self.k.launch.num_warps, top=True)
+        self.mbarriers()
+        self.shared_memory()
+
+    # -- signature
+
+    def signature(self) -> None:
+        k = self.k
+        if not _ident_ok(k.name):
+            raise self.fail(f"'{k.name}' is not a valid kernel name")
+        names: set[str] = set()
+        for p in k.params:
+            name = p.name_hint or ""
+            if not _ident_ok(name):
+                raise self.fail(f"parameter %{name} needs a name that is a valid identifier")
+            if name in names:
+                raise self.fail(f"parameter %{name} is declared twice")
+            names.add(name)
+            if not isinstance(p.type, (PointerType, DType, TensorDescType)):
+                raise self.fail(
+                    f"parameter %{name} has type {format_type(p.type)}; parameters are pointers, scalars or TMA descriptors"
+                )
+        for c in k.constexprs:
+            if not _ident_ok(c):
+                raise self.fail(f"constexpr '{c}' is not a valid identifier")
+            if c in names:
+                raise self.fail(f"'{c}' names both a parameter and a constexpr")
+        scalars = {p.name_hint for p in k.params if isinstance(p.type, DType) and p.name_hint}
+        for p, attrs in zip(k.params, k.param_attrs):
+            if isinstance(p.type, TensorDescType):
+                self.descriptor(p, attrs, scalars)
+            elif attrs:
+                raise self.fail(f"parameter %{p.name_hint} takes no attributes (only descriptors do)")
+        known = set(k.constexprs) | scalars | {"num_sms"}
+        for g in k.launch.grid:
+            self.symbols_known(g, known, "the grid")
+        nw = k.launch.num_warps
+        if nw is not None and nw not in (1, 2, 4, 8, 16, 32):
+            raise self.fail(f"num_warps must be a power of two from 1 to 32, got {nw}")
+        if k.launch.maxnreg is not None and not 24 <= k.launch.maxnreg <= 256:
+            raise self.fail(f"maxnreg must be in 24..256, got {k.launch.maxnreg}")
+
+    def descriptor(self, p: BlockArg, attrs: dict[str, Any], scalars: set[str]) -> None:
+        t = p.type
+        assert isinstance(t, TensorDescType)
+        rank = len(t.block_shape)
+        src = attrs.get("source")
+        if not isinstance(src, str):
+            raise self.fail(f'descriptor %{p.name_hint} needs source = "<pointer parameter>"')
+        try:
+            sp = self.k.param(src)
+        except KeyError:
+            raise self.fail(f"descriptor %{p.name_hint}: no parameter named '{src}'") from None
+        if not isinstance(sp.type, PointerType) or sp.type.pointee != t.dtype:
+            raise self.fail(f"descriptor %{p.name_hint}: source '{src}' must be a pointer to {t.dtype}")
+        known = set(self.k.constexprs) | scalars
+        for key in ("shape", "strides"):
+            v = attrs.get(key)
+            if not isinstance(v, list) or len(v) != rank:
+                raise self.fail(f"descriptor %{p.name_hint} needs {key} = [{rank} integer expressions]")
+            for e in v:
+                self.symbols_known(e, known, f"descriptor %{p.name_hint}")
+        if attrs["strides"][-1] != 1:
+            raise self.fail(f"descriptor %{p.name_hint}: the last stride must be 1 (TMA needs contiguous rows)")
+        extra = set(attrs) - {"source", "shape", "strides"}
+        if extra:
+            raise self.fail(f"descriptor %{p.name_hint} has unknown attributes {sorted(extra)}")
+
+    def symbols_known(self, e: IntExpr, known: set[str], where: str) -> None:
+        if isinstance(e, bool) or not isinstance(e, (int, Expr)):
+            raise self.fail(f"{where} must be integer expressions")
+        unknown = free_symbols(e) - known
+        if unknown:
+            raise self.fail(f"{where} uses undeclared names {sorted(unknown)}")
+
+    # -- ops, dominance, terminators, layouts
+
+    def check_type(self, t: Type, op: Operation, warps: int | None) -> None:
+        shape = getattr(t, "shape", None) or getattr(t, "block_shape", None)
+        if shape:
+            unknown = set().union(*(free_symbols(d) for d in shape)) - set(self.k.constexprs)
+            if unknown:
+                raise self.fail(f"type {format_type(t)} uses undeclared constexprs {sorted(unknown)}", op)
+        if isinstance(t, TileType):
+            has = t.layout is not None
+            if self.planned is None:
+                self.planned = has
+            elif self.planned != has:
+                raise self.fail(
+                    "mixes tiles with and without layouts: a kernel is either logical (no layouts) or planned (all)",
+                    op,
+                )
+            if t.layout is not None and warps is not None and t.layout.num_warps != warps:
+                raise self.fail(f"tile layout spans {t.layout.num_warps} warps, but this code runs on {warps}", op)
+
+    def block(self, block: Block, visible: set[int], warps: int | None, top: bool = False) -> None:
+        scope = set(visible)
+        scope.update(id(a) for a in block.args)
+        for a in block.args:
+            if block.parent_op is not None:
+                self.check_type(a.type, block.parent_op, warps)
+        for i, op in enumerate(block.ops):
+            self.op(op, scope, warps)
+            if isinstance(op, YieldOp):
+                if top:
+                    raise self.fail("'tile.yield' outside a loop, conditional or partition", op)
+                if i != len(block.ops) - 1:
+                    raise self.fail("'tile.yield' must be the last op of its region", op)
+            scope.update(id(r) for r in op.results)
+
+    def op(self, op: Operation, scope: set[int], warps: int | None) -> None:
+        for idx, v in enumerate(op.operands):
+            if id(v) not in scope:
+                raise self.fail(f"'{op.name}' operand {idx} ({_vname(v)}) is not defined before this use", op)
+        try:
+            op.verify_attrs()
+            if op.num_results is not None and len(op.results) != op.num_results:
+                raise op.error(f"has {op.num_results} results, got {len(op.results)}")
+            if op.num_regions >= 0 and len(op.regions) != op.num_regions:
+                raise op.error(f"has {op.num_regions} regions, got {len(op.regions)}")
+            op.verify_()
+        except VerifyError as e:
+            raise self.fail(e.message, op) from None
+        except TilecError as e:
+            raise self.fail(e.message, op) from None
+        for r in op.results:
+            self.check_type(r.type, op, warps)
+        isolated = "isolated" in op.traits
+        for i, region in enumerate(op.regions):
+            inner_warps = warps
+            if isinstance(op, WarpSpecializeOp) and i > 0:
+                inner_warps = op.attr("worker_warps")[i - 1]
+            if region.terminator is None and isinstance(op, (ForOp, IfOp, WarpSpecializeOp)):
+                raise self.fail(f"region of '{op.name}' must end with 'tile.yield'", op)
+            self.block(region, set() if isolated else scope, inner_warps)
+
+    # -- mbarriers
+
+    def mbarriers(self) -> None:
+        initialized: set[int] = set()
+        for op in self.k.walk():
+            if isinstance(op, MBarrierInitOp):
+                initialized.add(id(_root(op.operands[0])))
+            elif isinstance(op, (MBarrierOp, TmaLoadOp)):
+                bars = op.operands[0] if isinstance(op, MBarrierOp) else _tma_barrier(op)
+                if id(_root(bars)) not in initialized:
+                    raise self.fail(f"mbarrier {_vname(bars)} is used before 'tile.mbarrier_init'", op)
+
+    # -- shared memory
+
+    def shared_memory(self) -> None:
+        env = self.k.bound_constexprs()
+        total = 0
+        for op in self.k.walk():
+            t = op.results[0].type if op.results else None
+            if isinstance(op, SmemAllocOp) and isinstance(t, SharedBufferType):
+                n = t.nbytes()
+                try:
+                    total += evaluate(n, env)
+                except KeyError:
+                    return  # sizes still symbolic: checked once the plan binds them
+            elif isinstance(op, MBarrierAllocOp) and isinstance(t, MBarrierType):
+                total += MBARRIER_BYTES * t.count
+        if total > self.smem_budget:
+            raise self.fail(f"uses {total} bytes of shared memory; the budget is {self.smem_budget} per CTA")
+
+
+def _vname(v: Value) -> str:
+    return f"%{v.name_hint}" if v.name_hint else "a value"
+
+
+def _tma_barrier(op: TmaLoadOp) -> Value:
+    t = op.operands[0].type
+    assert isinstance(t, TensorDescType)
+    return op.operands[1 + len(t.block_shape)]
+
+
+def _root(v: Value) -> Value:
+    """The value a partition argument captures, followed out to the kernel level."""
+    while isinstance(v, BlockArg):
+        owner = v.block.parent_op
+        if not isinstance(owner, WarpSpecializeOp):
+            break
+        idx = owner.regions.index(v.block)
+        v = owner.partition_captures(idx)[v.index]
+    return v

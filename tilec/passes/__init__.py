@@ -1,0 +1,16 @@
+"""IR → IR passes, their registry and named pipelines."""
+
+from tilec.passes import canonicalize, cse, dce, specialize  # noqa: F401  (register the passes)
+from tilec.passes.base import PASSES, Pass, PipelineError, register
+from tilec.passes.manager import NAMED_PIPELINES, PassManager, parse_pipeline, run_pipeline
+
+__all__ = [
+    "NAMED_PIPELINES",
+    "PASSES",
+    "Pass",
+    "PassManager",
+    "PipelineError",
+    "parse_pipeline",
+    "register",
+    "run_pipeline",
+]

@@ -1,0 +1,118 @@
+"""Integer range analysis: the smallest and largest value an integer scalar or tile can hold.
+
+Enough to decide masks like `rindex < rnumel` once the plan has bound the block sizes, and to
+prove a loop's trip count. Ranges come from constants, `arange`, program ids (bounded by the grid),
+loop induction variables, and +, -, * (by constants), division and remainder by positive constants.
+"""
+
+from __future__ import annotations
+
+from tilec.ir.core import BlockArg, Kernel, Value, defining_op
+from tilec.ir.expr import evaluate
+from tilec.ir.ops import (
+    ArangeOp,
+    BroadcastOp,
+    ConvertLayoutOp,
+    ElementwiseOp,
+    ExpandDimsOp,
+    ForOp,
+    NumProgramsOp,
+    ProgramIdOp,
+    ReshapeOp,
+)
+from tilec.passes.rewrite import const_value
+
+Range = tuple[int, int]
+
+
+class RangeAnalysis:
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.memo: dict[int, Range | None] = {}
+
+    def grid(self, axis: int) -> int | None:
+        grid = self.kernel.launch.grid
+        if axis >= len(grid):
+            return 1
+        try:
+            return evaluate(grid[axis], self.kernel.bound_constexprs())
+        except KeyError:
+            return None
+
+    def __call__(self, v: Value) -> Range | None:
+        key = id(v)
+        if key not in self.memo:
+            self.memo[key] = None  # cycles (loop-carried values) stay unknown
+            self.memo[key] = self.compute(v)
+        return self.memo[key]
+
+    def compute(self, v: Value) -> Range | None:
+        c = const_value(v)
+        if isinstance(c, int) and not isinstance(c, bool):
+            return (c, c)
+        if isinstance(v, BlockArg):
+            loop = v.block.parent_op
+            if isinstance(loop, ForOp) and v.index == 0:
+                return self.induction(loop)
+            return None
+        op = defining_op(v)
+        if op is None:
+            return None
+        if isinstance(op, ArangeOp):
+            start, end = op.attr("start"), op.attr("end")
+            env = self.kernel.bound_constexprs()
+            try:
+                return (evaluate(start, env), evaluate(end, env) - 1)
+            except KeyError:
+                return None
+        if isinstance(op, ProgramIdOp) and not isinstance(op, NumProgramsOp):
+            g = self.grid(op.attr("axis"))
+            return (0, g - 1) if g is not None else None
+        if isinstance(op, (BroadcastOp, ExpandDimsOp, ConvertLayoutOp, ReshapeOp)):
+            return self(op.operands[0])
+        if isinstance(op, ElementwiseOp) and op.arity == 2:
+            a, b = self(op.operands[0]), self(op.operands[1])
+            if a is None or b is None:
+                return None
+            return _binary(op.name, a, b)
+        return None
+
+    def induction(self, loop: ForOp) -> Range | None:
+        lo, hi, step = self(loop.lower), self(loop.upper), const_value(loop.step)
+        if lo is None or hi is None or not isinstance(step, int) or step <= 0:
+            return None
+        if lo[0] == lo[1] and hi[0] == hi[1]:
+            n = trip_count_of(lo[0], hi[0], step)
+            return (lo[0], lo[0] + (n - 1) * step) if n > 0 else None
+        return (lo[0], hi[1] - 1)
+
+
+def trip_count_of(lower: int, upper: int, step: int) -> int:
+    return max(0, -(-(upper - lower) // step))
+
+
+def _binary(name: str, a: Range, b: Range) -> Range | None:
+    if name == "tile.add":
+        return (a[0] + b[0], a[1] + b[1])
+    if name == "tile.sub":
+        return (a[0] - b[1], a[1] - b[0])
+    if name == "tile.mul":
+        products = [x * y for x in a for y in b]
+        return (min(products), max(products))
+    if name == "tile.div" and b[0] == b[1] and b[0] > 0 and a[0] >= 0:
+        return (a[0] // b[0], a[1] // b[0])
+    if name == "tile.rem" and b[0] == b[1] and b[0] > 0 and a[0] >= 0:
+        return a if a[1] < b[0] else (0, b[0] - 1)
+    if name == "tile.minimum":
+        return (min(a[0], b[0]), min(a[1], b[1]))
+    if name == "tile.maximum":
+        return (max(a[0], b[0]), max(a[1], b[1]))
+    return None
+
+
+def trip_count(loop: ForOp) -> int | None:
+    """The loop's trip count if its bounds and step are known constants."""
+    lo, hi, step = const_value(loop.lower), const_value(loop.upper), const_value(loop.step)
+    if isinstance(lo, int) and isinstance(hi, int) and isinstance(step, int) and step > 0:
+        return trip_count_of(lo, hi, step)
+    return None
