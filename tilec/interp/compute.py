@@ -1,0 +1,351 @@
+"""The meaning of the ops that compute in registers: each is a function of torch tensors.
+
+Scalars are 0-d tensors and tiles n-d tensors of the op's dtype, so integer arithmetic wraps at
+its width and bf16/f16 results round after every op. Transcendental functions on half precision
+run in f32 and round back, as the GPUs do.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import torch
+
+from tilec.interp.dtypes import compute_dtype, to_torch
+from tilec.interp.errors import ExecutionError
+from tilec.ir.core import Operation
+from tilec.ir.dtypes import DType, Type
+from tilec.ir.expr import Expr, IntExpr
+from tilec.ir.ops.common import elem_dtype
+
+Tensor = torch.Tensor
+
+
+class Context(Protocol):
+    """What an op's semantics may ask of the launch: concrete shapes and constexpr values."""
+
+    def shape(self, t: Type) -> tuple[int, ...]: ...
+
+    def value(self, e: IntExpr) -> int: ...
+
+
+Impl = Callable[[Operation, list[Any], Context], list[Any]]
+
+IMPLS: dict[str, Impl] = {}
+
+
+def impl(*names: str) -> Callable[[Impl], Impl]:
+    def register(fn: Impl) -> Impl:
+        for n in names:
+            IMPLS[n] = fn
+        return fn
+
+    return register
+
+
+def result_dtype(op: Operation, i: int = 0) -> DType:
+    dt = elem_dtype(op.results[i].type)
+    assert dt is not None
+    return dt
+
+
+def scalar(value: Any, dt: DType) -> Tensor:
+    return torch.tensor(value, dtype=to_torch(dt))
+
+
+# ---------------------------------------------------------------------------------------------
+# Constants and shapes
+
+
+@impl("tile.constant")
+def _constant(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    value = op.attr("value")
+    return [scalar(ctx.value(value) if isinstance(value, Expr) else value, result_dtype(op))]
+
+
+@impl("tile.full")
+def _full(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    return [torch.full(ctx.shape(op.result.type), op.attr("value"), dtype=to_torch(result_dtype(op)))]
+
+
+@impl("tile.arange")
+def _arange(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    (n,) = ctx.shape(op.result.type)
+    start = op.attr("start")
+    return [torch.arange(start, start + n, dtype=torch.int32)]
+
+
+@impl("tile.broadcast")
+def _broadcast(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    return [args[0].expand(ctx.shape(op.result.type))]
+
+
+@impl("tile.expand_dims")
+def _expand_dims(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    return [args[0].unsqueeze(op.attr("axis"))]
+
+
+@impl("tile.reshape")
+def _reshape(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    return [args[0].reshape(ctx.shape(op.result.type))]
+
+
+@impl("tile.convert_layout")
+def _convert_layout(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    return [args[0]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise math
+
+
+def _check_divisor(op: Operation, b: Tensor) -> None:
+    if not b.is_floating_point() and bool((b == 0).any()):
+        raise ExecutionError("divides an integer by zero", op)
+
+
+def _div(op: Operation, a: Tensor, b: Tensor) -> Tensor:
+    if a.is_floating_point():
+        return torch.div(a, b)
+    _check_divisor(op, b)
+    return torch.div(a, b, rounding_mode="trunc")
+
+
+def _rem(op: Operation, a: Tensor, b: Tensor) -> Tensor:
+    if not a.is_floating_point():
+        _check_divisor(op, b)
+    return torch.fmod(a, b)
+
+
+BINARY: dict[str, Callable[[Operation, Tensor, Tensor], Tensor]] = {
+    "tile.add": lambda op, a, b: torch.add(a, b),
+    "tile.sub": lambda op, a, b: torch.sub(a, b),
+    "tile.mul": lambda op, a, b: torch.mul(a, b),
+    "tile.div": _div,
+    "tile.rem": _rem,
+    "tile.maximum": lambda op, a, b: torch.maximum(a, b),
+    "tile.minimum": lambda op, a, b: torch.minimum(a, b),
+    "tile.pow": lambda op, a, b: torch.pow(a, b),
+    "tile.and": lambda op, a, b: torch.bitwise_and(a, b),
+    "tile.or": lambda op, a, b: torch.bitwise_or(a, b),
+    "tile.xor": lambda op, a, b: torch.bitwise_xor(a, b),
+    "tile.shl": lambda op, a, b: torch.bitwise_left_shift(a, b),
+    "tile.shr": lambda op, a, b: torch.bitwise_right_shift(a, b),
+}
+
+UNARY: dict[str, Callable[[Tensor], Tensor]] = {
+    "tile.neg": torch.neg,
+    "tile.abs": torch.abs,
+    "tile.not": torch.bitwise_not,
+    "tile.exp": torch.exp,
+    "tile.exp2": torch.exp2,
+    "tile.log": torch.log,
+    "tile.log2": torch.log2,
+    "tile.sqrt": torch.sqrt,
+    "tile.rsqrt": torch.rsqrt,
+    "tile.sin": torch.sin,
+    "tile.cos": torch.cos,
+    "tile.tanh": torch.tanh,
+    "tile.erf": torch.erf,
+    "tile.sigmoid": torch.sigmoid,
+    "tile.floor": torch.floor,
+    "tile.ceil": torch.ceil,
+}
+
+
+def _elementwise(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    dt = result_dtype(op)
+    out_t = to_torch(dt)
+    if op.name in BINARY:
+        a, b = args
+        return [BINARY[op.name](op, a, b).to(out_t)]
+    if op.name in UNARY:
+        (a,) = args
+        if dt.is_float:
+            return [UNARY[op.name](a.to(compute_dtype(dt))).to(out_t)]
+        return [UNARY[op.name](a)]
+    if op.name == "tile.fma":
+        a, b, c = (x.double() for x in args)
+        return [(a * b + c).to(out_t)]
+    raise AssertionError(op.name)
+
+
+for _name in [*BINARY, *UNARY, "tile.fma"]:
+    IMPLS[_name] = _elementwise
+
+_CMP: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
+    "lt": torch.lt,
+    "le": torch.le,
+    "gt": torch.gt,
+    "ge": torch.ge,
+    "eq": torch.eq,
+    "ne": torch.ne,
+}
+
+
+@impl("tile.cmp")
+def _cmp(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    return [_CMP[op.attr("predicate")](args[0], args[1])]
+
+
+@impl("tile.where")
+def _where(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    return [torch.where(args[0], args[1], args[2])]
+
+
+@impl("tile.cast")
+def _cast(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    dt = result_dtype(op)
+    x = args[0]
+    if dt.is_bool:
+        return [x != 0]
+    return [x.to(to_torch(dt))]
+
+
+@impl("tile.bitcast")
+def _bitcast(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    return [args[0].contiguous().view(to_torch(result_dtype(op)))]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions
+
+
+def _identity(kind: str, t: torch.dtype) -> float | int | bool:
+    if kind == "sum":
+        return 0
+    if kind == "prod":
+        return 1
+    if t.is_floating_point:
+        return -math.inf if kind == "max" else math.inf
+    if t == torch.bool:
+        return kind == "min"
+    info = torch.iinfo(t)
+    return info.min if kind == "max" else info.max
+
+
+def _masked(args: list[Any]) -> tuple[Tensor, Tensor]:
+    x = args[0]
+    mask = args[1] if len(args) > 1 else torch.ones_like(x, dtype=torch.bool)
+    return x, mask.expand(x.shape)
+
+
+@impl("tile.reduce")
+def _reduce(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    x, mask = _masked(args)
+    kind, axis = op.attr("kind"), op.attr("axis")
+    filled = torch.where(mask, x, torch.tensor(_identity(kind, x.dtype), dtype=x.dtype))
+    if kind == "sum":
+        acc = filled.double() if x.is_floating_point() else filled.long()
+        out = acc.sum(axis)
+    elif kind == "prod":
+        acc = filled.double() if x.is_floating_point() else filled.long()
+        out = acc.prod(axis)
+    elif kind == "max":
+        out = filled.amax(axis)
+    else:
+        out = filled.amin(axis)
+    return [out.to(x.dtype)]
+
+
+@impl("tile.argreduce")
+def _argreduce(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    x, mask = _masked(args)
+    kind, axis = op.attr("kind"), op.attr("axis")
+    n = x.shape[axis]
+    positions = torch.arange(n).reshape([n if d == axis else 1 for d in range(x.dim())]).expand(x.shape)
+    if x.is_floating_point():
+        nan = torch.isnan(x) & mask
+        has_nan = nan.any(axis, keepdim=True)
+    else:
+        nan = torch.zeros_like(mask)
+        has_nan = torch.zeros_like(mask.any(axis, keepdim=True))
+    filled = torch.where(mask & ~nan, x, torch.tensor(_identity(kind, x.dtype), dtype=x.dtype))
+    best = filled.amax(axis, keepdim=True) if kind == "max" else filled.amin(axis, keepdim=True)
+    hit = torch.where(has_nan, nan, mask & (filled == best))
+    big = torch.full_like(positions, n)
+    index = torch.where(hit, positions, big).amin(axis)
+    index = torch.where(index == n, torch.zeros_like(index), index)  # a fully masked row: index 0
+    value = best.squeeze(axis)
+    if x.is_floating_point():
+        value = torch.where(has_nan.squeeze(axis), torch.tensor(math.nan, dtype=x.dtype), value)
+    return [value, index.to(to_torch(result_dtype(op, 1)))]
+
+
+@impl("tile.welford")
+def _welford(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    x, mask = _masked(args)
+    axis = op.attr("axis")
+    xd, md = x.double(), mask.double()
+    n = md.sum(axis)
+    mean = torch.where(n > 0, (xd * md).sum(axis) / n.clamp(min=1), torch.zeros_like(n))
+    dev = torch.where(mask, xd - mean.unsqueeze(axis), torch.zeros_like(xd))
+    m2 = (dev * dev).sum(axis)
+    return [mean.float(), m2.float(), n.float()]
+
+
+@impl("tile.welford_combine")
+def _welford_combine(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    ma, m2a, na, mb, m2b, nb = (a.double() for a in args)
+    n = na + nb
+    safe = torch.where(n > 0, n, torch.ones_like(n))
+    delta = mb - ma
+    mean = torch.where(n > 0, ma + delta * nb / safe, torch.zeros_like(n))
+    m2 = torch.where(n > 0, m2a + m2b + delta * delta * na * nb / safe, torch.zeros_like(n))
+    # a side with no elements contributes nothing (its mean may be anything)
+    mean = torch.where(na == 0, mb, torch.where(nb == 0, ma, mean))
+    m2 = torch.where(na == 0, m2b, torch.where(nb == 0, m2a, m2))
+    return [mean.float(), m2.float(), n.float()]
+
+
+@impl("tile.softmax_reduce")
+def _softmax_reduce(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    x, mask = _masked(args)
+    axis = op.attr("axis")
+    filled = torch.where(mask, x, torch.tensor(-math.inf, dtype=x.dtype))
+    m = filled.amax(axis)
+    shifted = filled.double() - m.double().unsqueeze(axis)
+    e = torch.where(mask, torch.exp(shifted), torch.zeros_like(shifted))
+    s = e.sum(axis)
+    s = torch.where(torch.isneginf(m), torch.zeros_like(s), s)
+    return [m.float(), s.float()]
+
+
+def _scale(s: Tensor, m_from: Tensor, m_to: Tensor) -> Tensor:
+    """s * exp(m_from - m_to), with a part whose maximum is -inf contributing 0."""
+    factor = torch.exp(m_from.double() - m_to.double())
+    return torch.where(torch.isneginf(m_from), torch.zeros_like(factor), s.double() * factor)
+
+
+@impl("tile.softmax_combine")
+def _softmax_combine(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    ma, sa, mb, sb = args
+    m = torch.maximum(ma, mb)
+    s = _scale(sa, ma, m) + _scale(sb, mb, m)
+    return [m, s.float()]
+
+
+@impl("tile.arg_combine")
+def _arg_combine(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+    va, ia, vb, ib = args
+    better = torch.gt if op.attr("kind") == "max" else torch.lt
+    if va.is_floating_point():
+        na, nb = torch.isnan(va), torch.isnan(vb)
+    else:
+        na = nb = torch.zeros_like(va, dtype=torch.bool)
+    b_wins = (nb & ~na) | (~na & ~nb & better(vb, va)) | (((va == vb) | (na & nb)) & (ib < ia))
+    return [torch.where(b_wins, vb, va), torch.where(b_wins, ib, ia)]
+
+
+def run_pure(op: Operation, args: Sequence[Any], ctx: Context) -> list[Any]:
+    fn = IMPLS.get(op.name)
+    if fn is None:
+        raise ExecutionError("has no interpreter semantics", op)
+    try:
+        return fn(op, list(args), ctx)
+    except ExecutionError:
+        raise
+    except RuntimeError as e:  # torch refused (e.g. an op on a dtype it lacks)
+        raise ExecutionError(f"failed: {e}", op) from None
