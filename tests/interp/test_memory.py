@@ -188,7 +188,7 @@ def test_tma_read_before_the_wait_is_a_race() -> None:
 
 def test_expect_too_small_is_reported_at_the_copy() -> None:
     with pytest.raises(
-        interp.ProtocolError, match=re.escape("'tile.tma_load' brings %bar\\[0\\]'s transaction bytes below zero")
+        interp.ProtocolError, match=re.escape("'tile.tma_load' brings %bar[0]'s transaction bytes below zero")
     ):
         interp.run(tma_kernel(expect=64), torch.zeros(5, 6), torch.zeros(5, 6), 5)
 

@@ -278,9 +278,9 @@ def _argreduce(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
 def _welford(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
     x, mask = _masked(args)
     axis = op.attr("axis")
-    xd, md = x.double(), mask.double()
-    n = md.sum(axis)
-    mean = torch.where(n > 0, (xd * md).sum(axis) / n.clamp(min=1), torch.zeros_like(n))
+    xd = torch.where(mask, x.double(), torch.zeros((), dtype=torch.float64))  # masked-off elements take no part
+    n = mask.double().sum(axis)
+    mean = torch.where(n > 0, xd.sum(axis) / n.clamp(min=1), torch.zeros_like(n))
     dev = torch.where(mask, xd - mean.unsqueeze(axis), torch.zeros_like(xd))
     m2 = (dev * dev).sum(axis)
     return [mean.float(), m2.float(), n.float()]
@@ -290,13 +290,13 @@ def _welford(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
 def _welford_combine(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
     ma, m2a, na, mb, m2b, nb = (a.double() for a in args)
     n = na + nb
-    safe = torch.where(n > 0, n, torch.ones_like(n))
-    delta = mb - ma
-    mean = torch.where(n > 0, ma + delta * nb / safe, torch.zeros_like(n))
-    m2 = torch.where(n > 0, m2a + m2b + delta * delta * na * nb / safe, torch.zeros_like(n))
-    # a side with no elements contributes nothing (its mean may be anything)
-    mean = torch.where(na == 0, mb, torch.where(nb == 0, ma, mean))
-    m2 = torch.where(na == 0, m2b, torch.where(nb == 0, m2a, m2))
+    frac = torch.where(n > 0, nb / torch.where(n > 0, n, torch.ones_like(n)), torch.zeros_like(n))
+    delta = torch.where(ma == mb, torch.zeros_like(ma), mb - ma)
+    mean = ma + delta * frac
+    m2 = m2a + m2b + delta * delta * na * frac
+    # an infinite mean absorbs a finite one, as a sum would; its m2 is NaN, as torch's variance
+    mean = torch.where(torch.isinf(ma) & torch.isfinite(mb), ma, mean)
+    m2 = torch.where(torch.isinf(mean), torch.full_like(m2, math.nan), m2)
     return [mean.float(), m2.float(), n.float()]
 
 

@@ -8,6 +8,7 @@ field's type is an error naming the pass and the option.
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 from typing import Any, ClassVar, Literal, get_args, get_origin
 
@@ -72,7 +73,7 @@ def _convert(pass_name: str, key: str, text: str, annotation: Any) -> Any:
             if str(c) == text:
                 return c
         raise bad("one of " + ", ".join(str(c) for c in choices))
-    if origin is typing.Union:
+    if origin in (typing.Union, types.UnionType):
         args = [a for a in get_args(annotation) if a is not type(None)]
         if text in ("none", "auto") and len(args) < len(get_args(annotation)):
             return None

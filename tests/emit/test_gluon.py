@@ -1,0 +1,113 @@
+"""The Gluon emitter: every reference kernel compiles for sm_90 and sm_100 without a GPU (in a
+subprocess), with sane resources; IR that would fail at launch is refused; the emitter keeps two
+shared-memory reads two reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from harness import planned
+
+from tilec.emit.check import check_compile
+from tilec.emit.common import EmitError
+from tilec.emit.gluon import emit_gluon
+from tilec.emit.gluon_api import gluon_api
+from tilec.ir import parse
+
+KERNELS = Path(__file__).resolve().parents[1] / "kernels"
+PHYSICAL = ["rmsnorm_tma", "rmsnorm_ring", "rmsnorm_ws"]
+
+
+def kernel_for(name: str) -> object:
+    text = (KERNELS / f"{name}.tile").read_text()
+    if name == "rmsnorm_logical":
+        return planned(text)
+    return parse(text).kernels[0]
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_100"])
+@pytest.mark.parametrize("name", [*PHYSICAL, "rmsnorm_logical"])
+def test_reference_kernels_compile(name: str, arch: str) -> None:
+    module = emit_gluon(kernel_for(name))  # type: ignore[arg-type]
+    report = check_compile(module, arch)
+    assert report.ok, report.error + "\n" + report.detail
+    assert report.spills == 0, report.summary()
+    assert 0 < report.registers <= (module.maxnreg or 255), report.summary()
+    assert report.shared_bytes <= 232_448, report.summary()
+    if name == "rmsnorm_ws":
+        assert report.num_warps == 8  # 4 default warps + 1 producer, padded to a warp group
+
+
+def test_compile_failure_is_reported_not_raised() -> None:
+    module = emit_gluon(kernel_for("rmsnorm_tma"))  # type: ignore[arg-type]
+    module.source = module.source.replace("gl.sum(", "gl.no_such_reduction(")
+    report = check_compile(module, "sm_90")
+    assert not report.ok and "no_such_reduction" in report.error + report.detail
+
+
+SHARED = "#s = #nvmma_shared<swizzle_byte_width = 0, element_bitwidth = 16, rank = 2>\n"
+
+
+def tma_kernel(block: str) -> str:
+    return (
+        SHARED
+        + f'tile.kernel @k(%x: ptr<bf16>, %d: tensordesc<[{block}], bf16, #s> {{source = "x", shape = [64, 64], strides = [64, 1]}}) '
+        "attributes {grid = [1], num_warps = 4} {\n  %c0 = tile.constant {value = 0} : i32\n}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "block,message",
+    [("8, 4", "the inner box dimension is 8 bytes; TMA needs at least 16"), ("8, 24", "powers of two up to 256")],
+)
+def test_refuses_boxes_tma_cannot_copy(block: str, message: str) -> None:
+    with pytest.raises(EmitError, match=message):
+        emit_gluon(parse(tma_kernel(block)))
+
+
+def test_refuses_shared_memory_over_budget() -> None:
+    text = SHARED + (
+        "tile.kernel @k() attributes {grid = [1], num_warps = 4} {\n"
+        "  %s = tile.smem_alloc : smem<[128, 1024], bf16, #s>\n}\n"
+    )
+    with pytest.raises(Exception, match="shared memory; the budget is 232448"):
+        emit_gluon(parse(text))
+
+
+def test_refuses_unplanned_ir() -> None:
+    with pytest.raises(EmitError, match="needs planned IR"):
+        emit_gluon(parse((KERNELS / "rmsnorm_logical.tile").read_text()))
+
+
+def test_two_reads_stay_two_reads() -> None:
+    text = (KERNELS / "rmsnorm_tma.tile").read_text().replace("  tile.cta_barrier\n", "")
+    source = emit_gluon(parse(text)).source
+    first = source.index("x1 = buf.load(BLOCKED)")
+    second = source.index("x2 = buf.load(BLOCKED)")
+    assert f"{gluon_api().cta_barrier}()" in source[first:second]
+
+
+def test_output_is_deterministic_and_mirrors_the_ir() -> None:
+    a = emit_gluon(kernel_for("rmsnorm_ws")).source  # type: ignore[arg-type]
+    b = emit_gluon(kernel_for("rmsnorm_ws")).source  # type: ignore[arg-type]
+    assert a == b
+    assert "SHARED = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2))" in a
+    assert "ring = gl.allocate_shared_memory(gl.bfloat16, [3, 1, 128], SHARED)" in a
+    assert "mbarrier.wait(empty_w.index(slot_p), epar)" in a
+    assert f"{gluon_api().tma_load}(xd_w, [row_w, col], ready_w.index(slot_p), view_p)" in a
+    assert "gl.warp_specialize([(rmsnorm_ws_default, (w, y, row, ring, ready, empty)), (rmsnorm_ws_worker1," in a
+    assert "[1], [24])" in a
+    assert "maxnreg=128" in a
+
+
+def test_api_names_for_the_installed_triton() -> None:
+    import triton
+
+    api = gluon_api()
+    if triton.__version__.startswith("3.6"):
+        assert (api.cta_barrier, api.tma_load, api.tma_store) == (
+            "gl.thread_barrier",
+            "tma.async_copy_global_to_shared",
+            "tma.async_copy_shared_to_global",
+        )

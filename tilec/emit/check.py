@@ -1,0 +1,73 @@
+"""Compiling emitted Gluon to a cubin without a GPU, in a subprocess, and reporting resources."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from tilec.emit.gluon import GluonModule
+
+ARCHS = ("sm_90", "sm_100")
+
+
+@dataclass
+class CompileReport:
+    arch: str
+    ok: bool
+    registers: int = 0
+    spills: int = 0
+    stack_bytes: int = 0
+    shared_bytes: int = 0
+    num_warps: int = 0
+    error: str = ""
+    detail: str = ""
+
+    def summary(self) -> str:
+        if not self.ok:
+            return f"{self.arch}: does not compile: {self.error}"
+        return (
+            f"{self.arch}: {self.registers} registers, {self.spills} spilled words ({self.stack_bytes} bytes of stack), "
+            f"{self.shared_bytes} bytes of shared memory, {self.num_warps} warps"
+        )
+
+
+def check_compile(module: GluonModule, arch: str = "sm_90", timeout: float = 600) -> CompileReport:
+    """Compiles `module` for `arch` in a fresh Python process (never in interpreter mode)."""
+    if arch not in ARCHS:
+        raise ValueError(f"arch must be one of {ARCHS}")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    with tempfile.TemporaryDirectory(prefix="tilec-aot-") as d:
+        path = os.path.join(d, f"{module.kernel_name}.py")
+        with open(path, "w") as f:
+            f.write(module.source)
+        r = subprocess.run(
+            [sys.executable, "-m", "tilec.emit.aot", path, arch],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+        )
+    lines = [line for line in r.stdout.splitlines() if line.startswith("{")]
+    if r.returncode != 0 or not lines:
+        tail = (r.stderr or r.stdout).strip().splitlines()
+        reason = next((t for t in reversed(tail) if "ERROR" in t or "Error" in t), tail[-1] if tail else "no output")
+        return CompileReport(
+            arch, False, error=f"the compiler process died (status {r.returncode}): {reason}", detail=r.stderr[-4000:]
+        )
+    data: dict[str, Any] = json.loads(lines[-1])
+    return CompileReport(
+        arch=arch,
+        ok=bool(data.get("ok")),
+        registers=int(data.get("registers", 0)),
+        spills=int(data.get("spills", 0)),
+        stack_bytes=int(data.get("stack_bytes", 0)),
+        shared_bytes=int(data.get("shared_bytes", 0)),
+        num_warps=int(data.get("num_warps", 0)),
+        error=str(data.get("error", "")),
+        detail=str(data.get("detail", "")),
+    )

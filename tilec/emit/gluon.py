@@ -1,0 +1,423 @@
+"""Planned tile IR → Gluon source (`@gluon.jit`, Hopper and newer) plus a host launcher.
+
+Every buffer, barrier and layout the passes chose becomes one line of Gluon: layouts are module
+constants (wrapped in `gl.constexpr`, so they are part of Triton's cache key), shared memory is
+allocated with the IR's shapes and layouts, TMA copies and mbarrier waits use the IR's phases,
+fences sit where the IR has them, and each warp-specialized partition becomes a function.
+
+The emitter keeps what the IR says: two shared-memory reads of one buffer with nothing in between
+stay two reads (Triton's CSE would merge them, so a CTA barrier separates them). It refuses IR
+that would fail at launch: a TMA box whose inner dimension is under 16 bytes or not a power of
+two, shared memory over the budget, invalid swizzles (the layouts reject those themselves).
+
+The emitted module defines `KERNEL`, `SIGNATURE` (Triton's type string per parameter, for
+ahead-of-time compilation), `CONSTEXPRS`, `DIVISIBLE` (the pointer parameters), `NUM_WARPS`,
+`MAXNREG`, `GRID(*args, num_sms)`, `descriptors(*args)` and `launch(*args, num_sms=None)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tilec.emit.common import EmitError, check_source, py_expr, require_planned
+from tilec.emit.gluon_api import gluon_api
+from tilec.emit.python import HELPERS, PythonEmitter
+from tilec.ir.core import Kernel, Module, Operation, Value
+from tilec.ir.dtypes import DType
+from tilec.ir.expr import evaluate
+from tilec.ir.layouts import BlockedLayout, Layout, NVMMASharedLayout, SliceLayout, SwizzledSharedLayout
+from tilec.ir.printer import layout_aliases
+from tilec.ir.types import MBarrierType, PointerType, SharedBufferType, TensorDescType, TileType
+from tilec.ir.verify import H100_SMEM_BYTES, verify
+
+RESERVED = {
+    "launch",
+    "descriptors",
+    "GRID",
+    "KERNEL",
+    "SIGNATURE",
+    "CONSTEXPRS",
+    "DIVISIBLE",
+    "NUM_WARPS",
+    "MAXNREG",
+    "TensorDescriptor",
+    "fence_async_shared",
+    "num_sms",
+}
+
+TRITON_TYPES = {
+    "i1": "i1",
+    "i8": "i8",
+    "i16": "i16",
+    "i32": "i32",
+    "i64": "i64",
+    "u8": "u8",
+    "u16": "u16",
+    "u32": "u32",
+    "u64": "u64",
+    "f8e4m3": "fp8e4nv",
+    "f8e5m2": "fp8e5",
+    "f16": "fp16",
+    "bf16": "bf16",
+    "f32": "fp32",
+    "f64": "fp64",
+}
+
+
+@dataclass
+class GluonModule:
+    """The emitted source of one kernel, with what an ahead-of-time compile needs."""
+
+    kernel_name: str
+    source: str
+    params: list[str] = field(default_factory=list)
+    num_warps: int = 4
+    maxnreg: int | None = None
+
+
+def layout_constructor(layout: Layout, names: dict[Layout, str]) -> str:
+    if isinstance(layout, BlockedLayout):
+        return (
+            f"gl.BlockedLayout({list(layout.size_per_thread)}, {list(layout.threads_per_warp)}, "
+            f"{list(layout.warps_per_cta)}, {list(layout.order)})"
+        )
+    if isinstance(layout, SliceLayout):
+        return f"gl.SliceLayout({layout.dim}, {names.get(layout.parent) or layout_constructor(layout.parent, names)})"
+    if isinstance(layout, NVMMASharedLayout):
+        extra = (", transposed=True" if layout.transposed else "") + (", fp4_padded=True" if layout.fp4_padded else "")
+        return (
+            f"gl.NVMMASharedLayout(swizzle_byte_width={layout.swizzle_byte_width}, "
+            f"element_bitwidth={layout.element_bitwidth}, rank={layout.rank}{extra})"
+        )
+    if isinstance(layout, SwizzledSharedLayout):
+        return f"gl.SwizzledSharedLayout({layout.vec}, {layout.per_phase}, {layout.max_phase}, {list(layout.order)})"
+    raise EmitError(f"no Gluon form for layout {layout!r}")
+
+
+class GluonEmitter(PythonEmitter):
+    L = "gl"
+    target = "Gluon"
+
+    def __init__(self, kernel: Kernel, smem_budget: int = H100_SMEM_BYTES) -> None:
+        require_planned(kernel, "Gluon")
+        verify(kernel, smem_budget)
+        super().__init__(kernel, RESERVED)
+        aliases = layout_aliases(Module([kernel]))
+        self.layout_names: dict[Layout, str] = {}
+        for layout, alias in aliases.items():
+            self.layout_names[layout] = self.names.fresh(alias[1:].upper())
+        self.api = gluon_api()
+        self.partitions: list[str] = []  # emitted partition functions
+        self.smem_reads: dict[tuple[int, Any], Value] = {}
+        self.check_launchable()
+
+    # -- layouts
+
+    def layout(self, layout: Layout | None) -> str | None:
+        if layout is None:
+            return None
+        if layout in self.layout_names:
+            return self.layout_names[layout]
+        return layout_constructor(layout, self.layout_names)
+
+    def arange_layout(self, t: TileType, axis: int) -> str:
+        assert t.layout is not None and t.rank == 2, "positions are computed for 2-D tiles"
+        return f", layout={self.layout(SliceLayout(1 - axis, t.layout))}"
+
+    # -- checks the hardware would otherwise fail at launch
+
+    def check_launchable(self) -> None:
+        for p in self.k.params:
+            t = p.type
+            if not isinstance(t, TensorDescType):
+                continue
+            block = [evaluate(d, self.k.bound_constexprs()) for d in t.block_shape]
+            inner_bytes = block[-1] * t.dtype.bytes
+            if inner_bytes < 16:
+                raise EmitError(
+                    f"TMA descriptor %{p.name_hint}: the inner box dimension is {inner_bytes} bytes; TMA needs at least 16",
+                    self.k.loc,
+                )
+            for d in block:
+                if d & (d - 1) or d > 256:
+                    raise EmitError(
+                        f"TMA descriptor %{p.name_hint}: box dimensions must be powers of two up to 256, got {block}",
+                        self.k.loc,
+                    )
+
+    # -- shared-memory reads stay reads
+
+    def note_effect(self, op: Operation) -> None:
+        if not op.is_pure and "reads" not in op.traits:
+            self.smem_reads.clear()
+
+    def separate_repeated_read(self, op: Operation, depth: int) -> None:
+        t = op.result.type
+        key = (id(op.operands[0]), getattr(t, "layout", None))
+        if key in self.smem_reads:
+            self.emit(
+                depth, f"{self.api.cta_barrier}()  # keeps a second read of the buffer from being merged with the first"
+            )
+        self.smem_reads[key] = op.operands[0]
+
+    def block(self, block: Any, depth: int) -> None:
+        saved = dict(self.smem_reads)
+        self.smem_reads.clear()
+        super().block(block, depth)
+        self.smem_reads = saved
+
+    def block_op(self, op: Operation, depth: int) -> None:
+        if op.name == "tile.smem_load":
+            self.separate_repeated_read(op, depth)
+        super().block_op(op, depth)
+        self.note_effect(op)
+
+    # -- the kernel
+
+    def params(self) -> list[str]:
+        return [self.n(p) for p in self.k.params]
+
+    def emit_kernel(self) -> GluonModule:
+        k = self.k
+        params = self.params()
+        sig = ", ".join(params + [f"{c}: gl.constexpr" for c in k.constexprs])
+        self.lines += ["@gluon.jit", f"def {k.name}({sig}):"]
+        self.body(k.body, 1)
+        kernel_src = "\n".join(self.lines)
+
+        header = [
+            f"# Generated by tilec from kernel @{k.name}.",
+            "import torch",
+            "import triton",
+            "import triton.language as tl",
+            "from triton.experimental import gluon",
+            "from triton.experimental.gluon import language as gl",
+            "from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma",
+            "from triton.experimental.gluon.nvidia.hopper import TensorDescriptor",
+        ]
+        layouts = [
+            f"{name} = gl.constexpr({layout_constructor(layout, self.layout_names)})"
+            for layout, name in self.layout_names.items()
+        ]
+        parts = [
+            "\n".join(header),
+            "\n".join(layouts),
+            *[HELPERS[h] for h in sorted(self.helpers)],
+            *self.partitions,
+            kernel_src,
+            self.host(params),
+        ]
+        source = "\n\n\n".join(p.rstrip("\n") for p in parts if p) + "\n"
+        return GluonModule(
+            k.name, check_source(source, "the Gluon emitter"), params, k.launch.num_warps or 4, k.launch.maxnreg
+        )
+
+    def host(self, params: list[str]) -> str:
+        k = self.k
+        names = {p.name_hint or "": self.n(p) for p in k.params}
+        names.update({c: str(v) for c, v in k.constexprs.items()})
+        names["num_sms"] = "num_sms"
+        plain = [p for p in k.params if not isinstance(p.type, TensorDescType)]
+        args = ", ".join(self.n(p) for p in plain)
+        lead = f"{args}, " if args else ""
+        sig: list[str] = []
+        descs: list[str] = []
+        for p in k.params:
+            t = p.type
+            if isinstance(t, PointerType):
+                sig.append(f'"{self.n(p)}": "*{TRITON_TYPES[t.pointee.name]}"')
+            elif isinstance(t, DType):
+                sig.append(f'"{self.n(p)}": "{TRITON_TYPES[t.name]}"')
+            elif isinstance(t, TensorDescType):
+                block = [evaluate(d, k.bound_constexprs()) for d in t.block_shape]
+                layout = self.layout_names[t.layout]
+                sig.append(
+                    f'"{self.n(p)}": "tensordesc<{TRITON_TYPES[t.dtype.name]}{block}," + repr({layout}.value) + ">"'
+                )
+                attrs = k.param_attrs[k.params.index(p)]
+                src = names[attrs["source"]]
+                shape = "[" + ", ".join(py_expr(e, names) for e in attrs["shape"]) + "]"
+                strides = "[" + ", ".join(py_expr(e, names) for e in attrs["strides"]) + "]"
+                descs.append(f'"{self.n(p)}": TensorDescriptor({src}, {shape}, {strides}, {block}, {layout}.value)')
+        sig += [f'"{c}": "constexpr"' for c in k.constexprs]
+        divisible = [self.n(p) for p in k.params if isinstance(p.type, PointerType)]
+        grid = ", ".join(py_expr(g, names) for g in k.launch.grid)
+        call = [self.n(p) if not isinstance(p.type, TensorDescType) else f'descs["{self.n(p)}"]' for p in k.params]
+        call += [f"{c}={v}" for c, v in k.constexprs.items()]
+        call.append(f"num_warps={k.launch.num_warps}")
+        if k.launch.maxnreg is not None:
+            call.append(f"maxnreg={k.launch.maxnreg}")
+        return "\n".join(
+            [
+                f"KERNEL = {k.name}",
+                "SIGNATURE = {" + ", ".join(sig) + "}",
+                f"CONSTEXPRS = {dict(k.constexprs)!r}",
+                f"DIVISIBLE = {divisible!r}",
+                f"NUM_WARPS = {k.launch.num_warps}",
+                f"MAXNREG = {k.launch.maxnreg}",
+                "",
+                "",
+                f"def GRID({lead}num_sms=1):  # noqa: N802",
+                f"    return ({grid},)",
+                "",
+                "",
+                f"def descriptors({args}):",
+                "    return {" + ", ".join(descs) + "}",
+                "",
+                "",
+                f"def launch({lead}num_sms=None):",
+                "    if num_sms is None:",
+                "        num_sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count",
+                f"    descs = descriptors({args})",
+                f"    {k.name}[GRID({lead}num_sms=num_sms)]({', '.join(call)})",
+            ]
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Gluon-only ops
+
+
+def _bar(e: GluonEmitter, o: Operation) -> str:
+    return f"{e.n(o.operands[0])}.index({e.n(o.operands[1])})"
+
+
+def _smem_alloc(e: GluonEmitter, o: Operation, d: int) -> None:
+    t = o.result.type
+    assert isinstance(t, SharedBufferType)
+    shape = ([t.slots] if t.slots is not None else []) + list(t.shape)
+    e.assign(o, f"gl.allocate_shared_memory({e.dtype(t.dtype)}, {shape}, {e.layout(t.layout)})", d)
+
+
+def _smem_index(e: GluonEmitter, o: Operation, d: int) -> None:
+    e.assign(o, f"{e.n(o.operands[0])}.index({e.n(o.operands[1])})", d)
+
+
+def _smem_slice(e: GluonEmitter, o: Operation, d: int) -> None:
+    e.assign(o, f"{e.n(o.operands[0])}.slice({o.attr('start')}, {o.attr('length')}, {o.attr('dim')})", d)
+
+
+def _smem_load(e: GluonEmitter, o: Operation, d: int) -> None:
+    t = o.result.type
+    assert isinstance(t, TileType)
+    e.assign(o, f"{e.n(o.operands[0])}.load({e.layout(t.layout)})", d)
+
+
+def _smem_store(e: GluonEmitter, o: Operation, d: int) -> None:
+    e.emit(d, f"{e.n(o.operands[0])}.store({e.n(o.operands[1])})", o)
+
+
+def _desc_coords(e: GluonEmitter, o: Operation) -> tuple[str, str, list[Value]]:
+    t = o.operands[0].type
+    assert isinstance(t, TensorDescType)
+    rank = len(t.block_shape)
+    coords = "[" + ", ".join(e.n(v) for v in o.operands[1 : 1 + rank]) + "]"
+    return e.n(o.operands[0]), coords, o.operands[1 + rank :]
+
+
+def _tma_load(e: GluonEmitter, o: Operation, d: int) -> None:
+    desc, coords, rest = _desc_coords(e, o)
+    bars, idx, dst = rest[0], rest[1], rest[2]
+    pred = f", pred={e.n(rest[3])}" if len(rest) > 3 else ""
+    e.emit(d, f"{e.api.tma_load}({desc}, {coords}, {e.n(bars)}.index({e.n(idx)}), {e.n(dst)}{pred})", o)
+
+
+def _tma_store(e: GluonEmitter, o: Operation, d: int) -> None:
+    desc, coords, rest = _desc_coords(e, o)
+    e.emit(d, f"{e.api.tma_store}({desc}, {coords}, {e.n(rest[0])})", o)
+
+
+def _tma_store_wait(e: GluonEmitter, o: Operation, d: int) -> None:
+    e.emit(d, f"tma.store_wait({o.attr('pendings')})", o)
+
+
+def _mbarrier_alloc(e: GluonEmitter, o: Operation, d: int) -> None:
+    t = o.result.type
+    assert isinstance(t, MBarrierType)
+    e.assign(o, f"gl.allocate_shared_memory(gl.int64, [{t.count}, 1], mbarrier.MBarrierLayout())", d)
+
+
+def _mbarrier_init(e: GluonEmitter, o: Operation, d: int) -> None:
+    e.emit(d, f"mbarrier.init({_bar(e, o)}, {o.attr('count')})", o)
+
+
+def _mbarrier_expect(e: GluonEmitter, o: Operation, d: int) -> None:
+    nbytes = evaluate(o.attr("bytes"), e.k.bound_constexprs())
+    e.emit(d, f"mbarrier.expect({_bar(e, o)}, {nbytes})", o)
+
+
+def _mbarrier_wait(e: GluonEmitter, o: Operation, d: int) -> None:
+    e.emit(d, f"mbarrier.wait({_bar(e, o)}, {e.n(o.operands[2])})", o)
+
+
+def _mbarrier_arrive(e: GluonEmitter, o: Operation, d: int) -> None:
+    e.emit(d, f"mbarrier.arrive({_bar(e, o)}, count={o.attr('count')})", o)
+
+
+def _mbarrier_invalidate(e: GluonEmitter, o: Operation, d: int) -> None:
+    e.emit(d, f"mbarrier.invalidate({_bar(e, o)})", o)
+
+
+def _fence(e: GluonEmitter, o: Operation, d: int) -> None:
+    e.emit(d, "fence_async_shared()", o)
+
+
+def _cta_barrier(e: GluonEmitter, o: Operation, d: int) -> None:
+    e.emit(d, f"{e.api.cta_barrier}()", o)
+
+
+def _warp_specialize(e: GluonEmitter, o: Operation, d: int) -> None:
+    from tilec.ir.ops import WarpSpecializeOp
+
+    assert isinstance(o, WarpSpecializeOp)
+    entries = []
+    for i, region in enumerate(o.regions):
+        fn = e.fresh(f"{e.k.name}_{'default' if i == 0 else f'worker{i}'}")
+        saved, e.lines = e.lines, []
+        e.lines += ["@gluon.jit", f"def {fn}({', '.join(e.n(a) for a in region.args)}):"]
+        e.body(region, 1)
+        term = region.terminator
+        if term is not None and term.operands:
+            e.emit(1, f"return {', '.join(e.n(v) for v in term.operands)}")
+        e.partitions.append("\n".join(e.lines))
+        e.lines = saved
+        captures = [e.n(v) for v in o.partition_captures(i)]
+        entries.append(f"({fn}, ({', '.join(captures)}{',' if len(captures) == 1 else ''}))")
+    call = f"gl.warp_specialize([{', '.join(entries)}], {o.attr('worker_warps')}, {o.attr('worker_regs')})"
+    if o.results:
+        e.emit(d, f"{', '.join(e.n(r) for r in o.results)} = {call}", o)
+    else:
+        e.emit(d, call, o)
+
+
+GluonEmitter.handlers = {
+    "tile.smem_alloc": _smem_alloc,
+    "tile.smem_index": _smem_index,
+    "tile.smem_slice": _smem_slice,
+    "tile.smem_load": _smem_load,
+    "tile.smem_store": _smem_store,
+    "tile.tma_load": _tma_load,
+    "tile.tma_store": _tma_store,
+    "tile.tma_store_wait": _tma_store_wait,
+    "tile.mbarrier_alloc": _mbarrier_alloc,
+    "tile.mbarrier_init": _mbarrier_init,
+    "tile.mbarrier_expect": _mbarrier_expect,
+    "tile.mbarrier_wait": _mbarrier_wait,
+    "tile.mbarrier_arrive": _mbarrier_arrive,
+    "tile.mbarrier_invalidate": _mbarrier_invalidate,
+    "tile.fence_async_shared": _fence,
+    "tile.cta_barrier": _cta_barrier,
+    "tile.warp_specialize": _warp_specialize,
+}
+
+
+def emit_gluon(target: Kernel | Module) -> GluonModule:
+    """Emits one planned kernel (a module must hold exactly one)."""
+    kernel = target
+    if isinstance(target, Module):
+        if len(target.kernels) != 1:
+            raise EmitError(f"emit one kernel at a time; this module has {len(target.kernels)}")
+        kernel = target.kernels[0]
+    assert isinstance(kernel, Kernel)
+    return GluonEmitter(kernel).emit_kernel()

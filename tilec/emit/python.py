@@ -1,0 +1,604 @@
+"""What the Triton and Gluon emitters share: printing planned tile IR as Python in the Triton
+family of languages, one IR op per line, named after the IR's values.
+
+The emitter prints; it decides nothing a pass could. A subclass names the language module
+(`tl` or `gl`), says how layouts appear (Triton: not at all; Gluon: on every op that creates a
+tile) and handles the ops only its target has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from tilec.emit.common import EmitError, PyNames, py_float
+from tilec.ir.core import Block, Kernel, Operation, Value
+from tilec.ir.dtypes import DType
+from tilec.ir.layouts import Layout
+from tilec.ir.ops import ELEMENTWISE_OPS
+from tilec.ir.ops.common import elem_dtype
+from tilec.ir.types import TileType
+
+DTYPES = {
+    "i1": "int1",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "u8": "uint8",
+    "u16": "uint16",
+    "u32": "uint32",
+    "u64": "uint64",
+    "f8e4m3": "float8e4nv",
+    "f8e5m2": "float8e5",
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "f32": "float32",
+    "f64": "float64",
+}
+
+BINARY_SYMBOLS = {
+    "tile.add": "+",
+    "tile.sub": "-",
+    "tile.mul": "*",
+    "tile.rem": "%",
+    "tile.and": "&",
+    "tile.or": "|",
+    "tile.xor": "^",
+    "tile.shl": "<<",
+    "tile.shr": ">>",
+}
+CMP_SYMBOLS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+UNARY_FUNCTIONS = {
+    "tile.abs": "abs",
+    "tile.exp": "exp",
+    "tile.exp2": "exp2",
+    "tile.log": "log",
+    "tile.log2": "log2",
+    "tile.sqrt": "sqrt",
+    "tile.rsqrt": "rsqrt",
+    "tile.sin": "sin",
+    "tile.cos": "cos",
+    "tile.erf": "erf",
+    "tile.floor": "floor",
+    "tile.ceil": "ceil",
+}
+
+# Combine functions the emitted code may need; each is emitted once, only when used. They are
+# plain @triton.jit functions, which Gluon kernels may call too.
+HELPERS = {
+    "max": """@triton.jit
+def _tilec_max(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+""",
+    "min": """@triton.jit
+def _tilec_min(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+""",
+    "prod": """@triton.jit
+def _tilec_mul(a, b):
+    return a * b
+""",
+    "argmax": """@triton.jit
+def _tilec_argmax(va, ia, vb, ib):
+    a_nan = va != va
+    b_nan = vb != vb
+    b_wins = (vb > va) | (b_nan & ~a_nan)
+    tie = (va == vb) | (a_nan & b_nan)
+    pick_b = b_wins | (tie & (ib < ia))
+    return tl.where(pick_b, vb, va), tl.where(pick_b, ib, ia)
+""",
+    "argmin": """@triton.jit
+def _tilec_argmin(va, ia, vb, ib):
+    a_nan = va != va
+    b_nan = vb != vb
+    b_wins = (vb < va) | (b_nan & ~a_nan)
+    tie = (va == vb) | (a_nan & b_nan)
+    pick_b = b_wins | (tie & (ib < ia))
+    return tl.where(pick_b, vb, va), tl.where(pick_b, ib, ia)
+""",
+    "tanh": """@triton.jit
+def _tilec_tanh(x):
+    # (1 - e^(-2|x|)) / (1 + e^(-2|x|)) with the sign of x: no overflow; NaN stays NaN
+    e = tl.exp(-2.0 * tl.abs(x))
+    t = (1.0 - e) / (1.0 + e)
+    return tl.where(x < 0.0, -t, t)
+""",
+    "pow": """@triton.jit
+def _tilec_pow(a, b):
+    r = tl.exp2(b * tl.log2(tl.abs(a)))
+    integral = b == tl.floor(b)
+    odd = integral & (tl.abs(b % 2.0) == 1.0)
+    r = tl.where(a < 0.0, tl.where(integral, tl.where(odd, -r, r), float("nan")), r)
+    return tl.where(b == 0.0, 1.0, r)
+""",
+    "welford": """@triton.jit
+def _tilec_welford(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
+    n = n_a + n_b
+    frac = tl.where(n == 0.0, 0.0, n_b / tl.where(n == 0.0, 1.0, n))
+    delta = tl.where(mean_a == mean_b, 0.0, mean_b - mean_a)
+    mean = mean_a + delta * frac
+    m2 = m2_a + m2_b + delta * delta * n_a * frac
+    # an infinite mean absorbs a finite one, as a sum would; its m2 is NaN, as torch's variance
+    mean = tl.where((tl.abs(mean_a) == float("inf")) & (tl.abs(mean_b) < float("inf")), mean_a, mean)
+    m2 = tl.where(tl.abs(mean) == float("inf"), float("nan"), m2)
+    return mean, m2, n
+""",
+}
+
+
+def shape_text(t: Any) -> str:
+    return "[" + ", ".join(str(d) for d in t.shape) + "]"
+
+
+def extreme(dt: DType, kind: str) -> float | int:
+    """The value that loses every comparison of a `kind` (max or min) reduction."""
+    if dt.is_float:
+        return float("-inf") if kind == "max" else float("inf")
+    if dt.is_bool:
+        return 0 if kind == "max" else 1
+    bits = dt.bits
+    if dt.is_signed:
+        return -(2 ** (bits - 1)) if kind == "max" else 2 ** (bits - 1) - 1
+    return 0 if kind == "max" else 2**bits - 1
+
+
+class PythonEmitter:
+    """Base: the kernel body for a Triton-family language."""
+
+    L: ClassVar[str] = "tl"  # the language module's alias in emitted code
+    target: ClassVar[str] = ""
+    handlers: ClassVar[dict[str, Callable[[Any, Operation, int], None]]] = {}  # the language's own ops
+
+    def __init__(self, kernel: Kernel, reserved: set[str]) -> None:
+        self.k = kernel
+        self.names = PyNames(kernel, {kernel.name, *reserved})
+        self.lines: list[str] = []
+        self.helpers: set[str] = set()
+
+    # -- naming and literals
+
+    def n(self, v: Value) -> str:
+        return self.names(v)
+
+    def fresh(self, base: str) -> str:
+        return self.names.fresh(base)
+
+    def dtype(self, dt: DType) -> str:
+        return f"{self.L}.{DTYPES[dt.name]}"
+
+    def layout(self, layout: Layout | None) -> str | None:
+        """How a tile layout is written; None where the language does not take layouts."""
+        return None
+
+    def with_layout(self, t: TileType) -> str:
+        lay = self.layout(t.layout)
+        return f", layout={lay}" if lay else ""
+
+    def emit(self, depth: int, text: str, op: Operation | None = None) -> None:
+        suffix = ""
+        if op is not None and op.loc and op.loc.line:
+            suffix = f"  # {op.loc.file.rsplit('/', 1)[-1]}:{op.loc.line}"
+        self.lines.append("    " * depth + text + suffix)
+
+    def assign(self, op: Operation, expr: str, depth: int) -> None:
+        self.emit(depth, f"{self.n(op.result)} = {expr}", op)
+
+    def literal(self, value: Any, dt: DType) -> str:
+        if dt.is_float:
+            text = py_float(float(value))
+            if dt.name == "f32":
+                return text
+            # built in f32 and converted: Triton's interpreter mishandles bf16 constants
+            return f"{self.L}.full([], {text}, {self.L}.float32).to({self.dtype(dt)})"
+        v = int(value)
+        if dt.name == "i32" and -(2**31) <= v < 2**31:
+            return str(v)
+        return f"{self.L}.cast({v}, {self.dtype(dt)})"
+
+    def fill(self, t: TileType, value: float | int) -> str:
+        text = py_float(float(value)) if t.dtype.is_float else str(int(value))
+        if t.dtype.name == "bf16":  # see literal()
+            return f"{self.L}.full({shape_text(t)}, {text}, {self.L}.float32{self.with_layout(t)}).to({self.dtype(t.dtype)})"
+        return f"{self.L}.full({shape_text(t)}, {text}, {self.dtype(t.dtype)}{self.with_layout(t)})"
+
+    def constant_of(self, v: Value) -> Any:
+        """The value of a scalar constant operand (None if `v` is not one)."""
+        owner = getattr(v, "op", None)
+        if isinstance(owner, Operation) and owner.name == "tile.constant":
+            return owner.attr("value")
+        return None
+
+    def bound(self, v: Value) -> str:
+        """A loop bound: a literal when constant (Triton's interpreter needs plain ints there)."""
+        c = self.constant_of(v)
+        return str(int(c)) if c is not None else self.n(v)
+
+    def carried(self, v: Value) -> str:
+        """A value entering a loop-carried or conditional variable: a typed tensor, never a constexpr
+        (such variables must keep one type)."""
+        c = self.constant_of(v)
+        if c is None:
+            return self.n(v)
+        dt = v.type
+        assert isinstance(dt, DType)
+        if dt.is_float and dt.name != "f32":
+            return self.literal(c, dt)
+        text = py_float(float(c)) if dt.is_float else str(int(c))
+        return f"{self.L}.full([], {text}, {self.dtype(dt)})"
+
+    # -- blocks
+
+    def block(self, block: Block, depth: int) -> None:
+        """Emits a block's ops (its yield is the enclosing op's to print)."""
+        for op in block.ops:
+            if op.name == "tile.yield":
+                return
+            self.block_op(op, depth)
+
+    def block_op(self, op: Operation, depth: int) -> None:
+        handler = self.handlers.get(op.name) or PYTHON_HANDLERS.get(op.name)
+        if handler is not None:
+            handler(self, op, depth)
+        elif op.name in ELEMENTWISE_OPS:
+            self.elementwise(op, depth)
+        else:
+            raise EmitError(f"the {self.target} emitter cannot print '{op.name}'", op.loc)
+
+    def body(self, block: Block, depth: int) -> None:
+        start = len(self.lines)
+        self.block(block, depth)
+        if len(self.lines) == start:
+            self.emit(depth, "pass")
+
+    # -- elementwise math
+
+    def elementwise(self, op: Operation, depth: int) -> None:
+        dt = elem_dtype(op.result.type)
+        operand_dt = elem_dtype(op.operands[-1].type)
+        assert dt is not None and operand_dt is not None
+        # bf16 and f16 math runs in f32 and rounds once: the IR's meaning, what GPUs do, and the only
+        # form Triton's interpreter gets right for bf16
+        half = operand_dt.name in ("f16", "bf16")
+        lang = self.L
+        args = [
+            f"{self.n(v)}.to({lang}.float32)" if half and elem_dtype(v.type) == operand_dt else self.n(v)
+            for v in op.operands
+        ]
+        name = op.name
+        if name in BINARY_SYMBOLS:
+            expr = f"{args[0]} {BINARY_SYMBOLS[name]} {args[1]}"
+        elif name == "tile.div":
+            expr = f"{args[0]} / {args[1]}" if dt.is_float else f"{args[0]} // {args[1]}"
+        elif name in ("tile.maximum", "tile.minimum"):
+            fn = f"{lang}.maximum" if name == "tile.maximum" else f"{lang}.minimum"
+            nan = ", propagate_nan=tl.PropagateNan.ALL" if dt.is_float else ""
+            expr = f"{fn}({args[0]}, {args[1]}{nan})"
+        elif name == "tile.neg":
+            expr = f"-{args[0]}"
+        elif name == "tile.not":
+            expr = f"~{args[0]}"
+        elif name == "tile.fma":
+            expr = f"{lang}.fma({args[0]}, {args[1]}, {args[2]})"
+        elif name == "tile.pow":
+            self.helpers.add("pow")
+            expr = f"_tilec_pow({args[0]}, {args[1]})"
+        elif name == "tile.tanh":
+            self.helpers.add("tanh")
+            expr = f"_tilec_tanh({args[0]})"
+        elif name == "tile.sigmoid":
+            expr = f"1.0 / (1.0 + {lang}.exp(-{args[0]}))"
+        elif name in UNARY_FUNCTIONS:
+            expr = f"{lang}.{UNARY_FUNCTIONS[name]}({args[0]})"
+        else:
+            raise EmitError(f"the {self.target} emitter has no form for '{name}'", op.loc)
+        if half and dt == operand_dt:
+            expr = f"({expr}).to({self.dtype(dt)})"
+        self.assign(op, expr, depth)
+
+    # -- reductions
+
+    def masked_operand(self, op: Operation, depth: int, fill: float | int) -> str:
+        """Operand 0 with masked-off elements replaced by `fill` (a new line when there is a mask)."""
+        x = self.n(op.operands[0])
+        if len(op.operands) < 2:
+            return x
+        t = op.operands[0].type
+        assert isinstance(t, TileType)
+        name = self.fresh(f"{x}_masked")
+        self.emit(depth, f"{name} = {self.L}.where({self.n(op.operands[1])}, {x}, {self.fill(t, fill)})")
+        return name
+
+    def positions(self, t: TileType, axis: int, depth: int, dtype: DType) -> str:
+        """Each element's index along `axis`, as a tile shaped like `t`: an arange along `axis`,
+        expanded back to the tile's rank and broadcast to its shape."""
+        pos = self.fresh("pos")
+        expr = f"{self.L}.arange(0, {t.shape[axis]}{self.arange_layout(t, axis)})"
+        if dtype.name != "i32":
+            expr = f"{expr}.to({self.dtype(dtype)})"
+        for other in range(t.rank):
+            if other != axis:
+                expr = f"{self.L}.expand_dims({expr}, {other})"
+        self.emit(depth, f"{pos} = tl.broadcast_to({expr}, {shape_text(t)})")
+        return pos
+
+    def arange_layout(self, t: TileType, axis: int) -> str:
+        """The layout argument of an arange along `axis` of a tile shaped like `t`."""
+        return ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Op handlers shared by both languages
+
+Handler = Callable[[Any, Operation, int], None]
+PYTHON_HANDLERS: dict[str, Handler] = {}
+
+
+def op(*names: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        for n in names:
+            PYTHON_HANDLERS[n] = fn
+        return fn
+
+    return register
+
+
+@op("tile.program_id")
+def _program_id(e: PythonEmitter, o: Operation, d: int) -> None:
+    e.assign(o, f"{e.L}.program_id({o.attr('axis')})", d)
+
+
+@op("tile.num_programs")
+def _num_programs(e: PythonEmitter, o: Operation, d: int) -> None:
+    e.assign(o, f"{e.L}.num_programs({o.attr('axis')})", d)
+
+
+@op("tile.constant")
+def _constant(e: PythonEmitter, o: Operation, d: int) -> None:
+    dt = o.result.type
+    assert isinstance(dt, DType)
+    e.assign(o, e.literal(o.attr("value"), dt), d)
+
+
+@op("tile.full")
+def _full(e: PythonEmitter, o: Operation, d: int) -> None:
+    t = o.result.type
+    assert isinstance(t, TileType)
+    e.assign(o, e.fill(t, o.attr("value")), d)
+
+
+@op("tile.arange")
+def _arange(e: PythonEmitter, o: Operation, d: int) -> None:
+    start = o.attr("start")
+    t = o.result.type
+    assert isinstance(t, TileType)
+    e.assign(o, f"{e.L}.arange({start}, {start + t.shape[0]}{e.with_layout(t)})", d)  # type: ignore[operator]
+
+
+@op("tile.broadcast")
+def _broadcast(e: PythonEmitter, o: Operation, d: int) -> None:
+    t = o.result.type
+    assert isinstance(t, TileType)
+    src = o.operands[0]
+    if isinstance(src.type, DType):
+        e.assign(o, f"{e.L}.full({shape_text(t)}, {e.n(src)}, {e.dtype(t.dtype)}{e.with_layout(t)})", d)
+    else:
+        e.assign(o, f"tl.broadcast_to({e.n(src)}, {shape_text(t)})", d)
+
+
+@op("tile.expand_dims")
+def _expand_dims(e: PythonEmitter, o: Operation, d: int) -> None:
+    e.assign(o, f"{e.L}.expand_dims({e.n(o.operands[0])}, {o.attr('axis')})", d)
+
+
+@op("tile.reshape")
+def _reshape(e: PythonEmitter, o: Operation, d: int) -> None:
+    e.assign(o, f"{e.L}.reshape({e.n(o.operands[0])}, {shape_text(o.result.type)})", d)
+
+
+@op("tile.convert_layout")
+def _convert_layout(e: PythonEmitter, o: Operation, d: int) -> None:
+    t = o.result.type
+    assert isinstance(t, TileType)
+    lay = e.layout(t.layout)
+    e.assign(o, f"{e.L}.convert_layout({e.n(o.operands[0])}, {lay})" if lay else e.n(o.operands[0]), d)
+
+
+@op("tile.cmp")
+def _cmp(e: PythonEmitter, o: Operation, d: int) -> None:
+    half = elem_dtype(o.operands[0].type) in (DType("f16"), DType("bf16"))
+    a, b = (f"{e.n(v)}.to({e.L}.float32)" if half else e.n(v) for v in o.operands)
+    e.assign(o, f"{a} {CMP_SYMBOLS[o.attr('predicate')]} {b}", d)
+
+
+@op("tile.where")
+def _where(e: PythonEmitter, o: Operation, d: int) -> None:
+    c, a, b = (e.n(v) for v in o.operands)
+    e.assign(o, f"{e.L}.where({c}, {a}, {b})", d)
+
+
+@op("tile.cast")
+def _cast(e: PythonEmitter, o: Operation, d: int) -> None:
+    dt = elem_dtype(o.result.type)
+    assert dt is not None
+    src = e.n(o.operands[0])
+    # tl.cast rather than .to(): a loop index is a plain int in Triton's interpreter
+    e.assign(o, f"{src} != 0" if dt.is_bool else f"{e.L}.cast({src}, {e.dtype(dt)})", d)
+
+
+@op("tile.bitcast")
+def _bitcast(e: PythonEmitter, o: Operation, d: int) -> None:
+    dt = elem_dtype(o.result.type)
+    assert dt is not None
+    e.assign(o, f"{e.L}.cast({e.n(o.operands[0])}, {e.dtype(dt)}, bitcast=True)", d)
+
+
+@op("tile.load")
+def _load(e: PythonEmitter, o: Operation, d: int) -> None:
+    ptr, offs = e.n(o.operands[0]), e.n(o.operands[1])
+    args = [f"{ptr} + {offs}"]
+    if len(o.operands) > 2:
+        args.append(f"mask={e.n(o.operands[2])}")
+        args.append(f"other={e.n(o.operands[3]) if len(o.operands) > 3 else '0'}")
+    if o.attr("eviction"):
+        args.append(f'eviction_policy="{o.attr("eviction")}"')
+    e.assign(o, f"{e.L}.load({', '.join(args)})", d)
+
+
+@op("tile.store")
+def _store(e: PythonEmitter, o: Operation, d: int) -> None:
+    ptr, offs, val = (e.n(v) for v in o.operands[:3])
+    mask = f", mask={e.n(o.operands[3])}" if len(o.operands) > 3 else ""
+    e.emit(d, f"{e.L}.store({ptr} + {offs}, {val}{mask})", o)
+
+
+@op("tile.reduce")
+def _reduce(e: PythonEmitter, o: Operation, d: int) -> None:
+    kind, axis = o.attr("kind"), o.attr("axis")
+    t = o.operands[0].type
+    assert isinstance(t, TileType)
+    if t.dtype.name in ("f16", "bf16"):
+        raise EmitError(
+            f"reductions of {t.dtype} are not emitted: reduce in f32 (cast first), as Inductor's kernels do", o.loc
+        )
+    if kind == "sum":
+        e.assign(o, f"{e.L}.sum({e.masked_operand(o, d, 0)}, {axis})", d)
+    elif kind == "prod":
+        x = e.masked_operand(o, d, 1)
+        e.helpers.add("prod")
+        e.assign(o, f"{e.L}.reduce({x}, {axis}, _tilec_mul)", d)
+    else:
+        x = e.masked_operand(o, d, extreme(t.dtype, kind))
+        if t.dtype.is_float:
+            e.helpers.add(kind)
+            e.assign(o, f"{e.L}.reduce({x}, {axis}, _tilec_{kind})", d)
+        else:
+            e.assign(o, f"{e.L}.{kind}({x}, {axis})", d)
+
+
+@op("tile.argreduce")
+def _argreduce(e: PythonEmitter, o: Operation, d: int) -> None:
+    kind, axis = o.attr("kind"), o.attr("axis")
+    t = o.operands[0].type
+    assert isinstance(t, TileType)
+    idx_dt = elem_dtype(o.results[1].type)
+    assert idx_dt is not None
+    n = t.shape[axis]
+    pos = e.positions(t, axis, d, idx_dt)
+    x = e.n(o.operands[0])
+    if len(o.operands) > 1:
+        # masked-off elements lose every comparison: the worst value and an index past the end
+        m = e.n(o.operands[1])
+        masked = e.fresh(f"{x}_masked")
+        e.emit(d, f"{masked} = {e.L}.where({m}, {x}, {e.fill(t, extreme(t.dtype, kind))})")
+        mpos = e.fresh("pos_masked")
+        e.emit(d, f"{mpos} = {e.L}.where({m}, {pos}, {n})")
+        x, pos = masked, mpos
+    e.helpers.add(f"arg{kind}")
+    value, index = (e.n(r) for r in o.results)
+    raw = e.fresh(f"{index}_raw")
+    e.emit(d, f"{value}, {raw} = {e.L}.reduce(({x}, {pos}), {axis}, _tilec_arg{kind})", o)
+    e.emit(d, f"{index} = {e.L}.where({raw} == {n}, 0, {raw})")
+
+
+@op("tile.welford")
+def _welford(e: PythonEmitter, o: Operation, d: int) -> None:
+    axis = o.attr("axis")
+    t = o.operands[0].type
+    assert isinstance(t, TileType)
+    x = e.n(o.operands[0])
+    n0 = e.fresh(f"{x}_n0")
+    if len(o.operands) > 1:
+        m = e.n(o.operands[1])
+        mean0 = e.fresh(f"{x}_mean0")
+        e.emit(d, f"{mean0} = {e.L}.where({m}, {x}, 0.0)")
+        e.emit(d, f"{n0} = {e.L}.where({m}, 1.0, {e.fill(t, 0.0)})")
+    else:
+        mean0 = x
+        e.emit(d, f"{n0} = {e.fill(t, 1.0)}")
+    e.helpers.add("welford")
+    names = ", ".join(e.n(r) for r in o.results)
+    e.emit(d, f"{names} = {e.L}.reduce(({mean0}, {e.fill(t, 0.0)}, {n0}), {axis}, _tilec_welford)", o)
+
+
+@op("tile.welford_combine")
+def _welford_combine(e: PythonEmitter, o: Operation, d: int) -> None:
+    e.helpers.add("welford")
+    names = ", ".join(e.n(r) for r in o.results)
+    e.emit(d, f"{names} = _tilec_welford({', '.join(e.n(v) for v in o.operands)})", o)
+
+
+@op("tile.softmax_reduce")
+def _softmax_reduce(e: PythonEmitter, o: Operation, d: int) -> None:
+    axis = o.attr("axis")
+    x = e.masked_operand(o, d, float("-inf"))
+    e.helpers.add("max")
+    mx, s = (e.n(r) for r in o.results)
+    e.emit(d, f"{mx} = {e.L}.reduce({x}, {axis}, _tilec_max)", o)
+    ex = e.fresh("exps")
+    shifted = f"{e.L}.exp({x} - {e.L}.expand_dims({mx}, {axis}))"
+    if len(o.operands) > 1:
+        t = o.operands[0].type
+        assert isinstance(t, TileType)
+        e.emit(d, f"{ex} = {e.L}.where({e.n(o.operands[1])}, {shifted}, {e.fill(t, 0.0)})")
+    else:
+        e.emit(d, f"{ex} = {shifted}")
+    e.emit(d, f'{s} = {e.L}.where({mx} == float("-inf"), 0.0, {e.L}.sum({ex}, {axis}))')
+
+
+@op("tile.softmax_combine")
+def _softmax_combine(e: PythonEmitter, o: Operation, d: int) -> None:
+    ma, sa, mb, sb = (e.n(v) for v in o.operands)
+    m, s = (e.n(r) for r in o.results)
+    lang = e.L
+    e.emit(d, f"{m} = {lang}.maximum({ma}, {mb}, propagate_nan=tl.PropagateNan.ALL)", o)
+    e.emit(
+        d,
+        f'{s} = {lang}.where({ma} == float("-inf"), 0.0, {sa} * {lang}.exp({ma} - {m})) + '
+        f'{lang}.where({mb} == float("-inf"), 0.0, {sb} * {lang}.exp({mb} - {m}))',
+    )
+
+
+@op("tile.arg_combine")
+def _arg_combine(e: PythonEmitter, o: Operation, d: int) -> None:
+    kind = o.attr("kind")
+    e.helpers.add(f"arg{kind}")
+    names = ", ".join(e.n(r) for r in o.results)
+    e.emit(d, f"{names} = _tilec_arg{kind}({', '.join(e.n(v) for v in o.operands)})", o)
+
+
+@op("tile.for")
+def _for(e: PythonEmitter, o: Operation, d: int) -> None:
+    body = o.regions[0]
+    iv, iters = body.args[0], body.args[1:]
+    for a, init in zip(iters, o.operands[3:]):
+        e.emit(d, f"{e.n(a)} = {e.carried(init)}")
+    lo, hi, step = (e.bound(v) for v in o.operands[:3])
+    rng = f"{e.L}.static_range" if o.attr("unroll") else "range"
+    e.emit(d, f"for {e.n(iv)} in {rng}({lo}, {hi}, {step}):", o)
+    start = len(e.lines)
+    e.block(body, d + 1)
+    term = body.terminator
+    if iters and term is not None:
+        e.emit(d + 1, f"{', '.join(e.n(a) for a in iters)} = {', '.join(e.carried(v) for v in term.operands)}")
+    if len(e.lines) == start:
+        e.emit(d + 1, "pass")
+    for r, a in zip(o.results, iters):
+        e.emit(d, f"{e.n(r)} = {e.n(a)}")
+
+
+@op("tile.if")
+def _if(e: PythonEmitter, o: Operation, d: int) -> None:
+    e.emit(d, f"if {e.n(o.operands[0])}:", o)
+    for i, region in enumerate(o.regions):
+        if i == 1:
+            if not o.results and all(inner.name == "tile.yield" for inner in region.ops):
+                break
+            e.emit(d, "else:")
+        start = len(e.lines)
+        e.block(region, d + 1)
+        term = region.terminator
+        if o.results and term is not None:
+            e.emit(d + 1, f"{', '.join(e.n(r) for r in o.results)} = {', '.join(e.carried(v) for v in term.operands)}")
+        if len(e.lines) == start:
+            e.emit(d + 1, "pass")
