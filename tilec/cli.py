@@ -1,6 +1,7 @@
 """The `tilec` command line.
 
     tilec opt FILE.tile [-p PIPELINE] [--print-ir-after-all] [--no-verify] [-o OUT]
+    tilec dump [--ir] PATH.py[:FUNC] [--shape 4096,8192] [--dtype bf16] [-p PIPELINE] [--device cuda|cpu]
     tilec demo
 
 User errors (bad input, unknown passes, verifier failures) print one located message and exit
@@ -81,6 +82,62 @@ def cmd_opt(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_emit(args: argparse.Namespace) -> int:
+    from tilec.ir import verify
+    from tilec.passes import run_pipeline
+
+    module = read_module(args.file)
+    verify(module)
+    if args.pipeline:
+        run_pipeline(module, args.pipeline)
+    sources = []
+    for kernel in module.kernels:
+        if args.target == "triton":
+            from tilec.emit.triton import emit_triton
+
+            if args.check:
+                raise UsageError("--check compiles Gluon output; use --target gluon")
+            sources.append(emit_triton(kernel).source)
+        else:
+            from tilec.emit.gluon import emit_gluon
+
+            emitted = emit_gluon(kernel)
+            sources.append(emitted.source)
+            if args.check:
+                from tilec.emit.check import check_compile
+
+                report = check_compile(emitted, args.check)
+                sys.stderr.write(report.summary() + "\n")
+                if not report.ok:
+                    return EXIT_USER_ERROR
+    write_output("\n\n".join(sources), args.output)
+    return 0
+
+
+def cmd_dump(args: argparse.Namespace) -> int:
+    # torch is imported here only: `tilec opt` must not pay for it
+    if args.emit:
+        raise UsageError(f"--emit {args.emit}: emitter not available yet")
+    from tilec.frontend.dump import DumpError, dump, parse_shape
+
+    try:
+        text = dump(
+            args.target,
+            shape=parse_shape(args.shape),
+            dtype=args.dtype,
+            device=args.device,
+            ir=args.ir,
+            pipeline=args.pipeline,
+            source=args.source,
+            dynamic=args.dynamic,
+            strict=args.traceback,
+        )
+    except DumpError as e:
+        raise UsageError(str(e)) from e
+    sys.stdout.write(text)
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from tilec.demo import run_demo
 
@@ -110,6 +167,32 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("-o", "--output", help="output file (default: stdout)")
     opt.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     opt.set_defaults(func=cmd_opt)
+
+    emit = sub.add_parser("emit", help="print Triton or Gluon source for planned .tile kernels")
+    emit.add_argument("file", help="input .tile file ('-' for stdin)")
+    emit.add_argument("--target", choices=["triton", "gluon"], required=True, help="the language to print")
+    emit.add_argument("-p", "--pipeline", default="", help="passes to run first (the IR must end up planned)")
+    emit.add_argument(
+        "--check",
+        choices=["sm_90", "sm_100"],
+        help="with --target gluon: compile to a cubin (no GPU needed) and report",
+    )
+    emit.add_argument("-o", "--output", help="output file (default: stdout)")
+    emit.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    emit.set_defaults(func=cmd_emit)
+
+    dump = sub.add_parser("dump", help="show the kernels Inductor builds for a PyTorch function, as tile IR")
+    dump.add_argument("target", metavar="PATH.py[:FUNC]", help="the file and function to trace (FUNC: forward)")
+    dump.add_argument("--ir", action="store_true", help="print each kernel's tile IR (logical form)")
+    dump.add_argument("--shape", default="4096,8192", help="input shape, passed to example_inputs (default 4096,8192)")
+    dump.add_argument("--dtype", default="bf16", help="bf16, fp16 or fp32 (default bf16)")
+    dump.add_argument("-p", "--pipeline", default="", help="passes to run on each kernel before printing")
+    dump.add_argument("--emit", choices=["gluon", "triton"], help="print emitted source (not available yet)")
+    dump.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cuda (fake H100 without a GPU) or cpu")
+    dump.add_argument("--source", action="store_true", help="also print Inductor's own Triton source, as comments")
+    dump.add_argument("--dynamic", action="store_true", help="trace with dynamic (symbolic) shapes")
+    dump.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    dump.set_defaults(func=cmd_dump)
 
     demo = sub.add_parser("demo", help="show tilec on a built-in RMSNorm kernel")
     demo.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)

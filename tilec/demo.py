@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TextIO
+from typing import Any, TextIO
 
 # RMSNorm over the rows of a 64 x 1000 bf16 matrix, y = x * rsqrt(mean(x^2) + 1e-6) * w, in the
 # logical form: block sizes are symbolic and x is read twice (once per loop), as Inductor does.
@@ -84,4 +84,34 @@ def run_demo(out: TextIO) -> int:
     run_pipeline(module, DEMO_PIPELINE)
     out.write(f"\n// After -p '{DEMO_PIPELINE}' (one row per program, the row in one tile):\n")
     out.write(print_module(module))
+    write_traced_rmsnorm(out)
     return 0
+
+
+def rmsnorm(x: Any, weight: Any, eps: float = 1e-6) -> Any:
+    """examples/rmsnorm.py's forward."""
+    import torch
+
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * weight
+
+
+def write_traced_rmsnorm(out: TextIO) -> None:
+    """The same RMSNorm written in PyTorch, traced by torch.compile and lowered by tilec.lower."""
+    try:
+        import torch
+    except ImportError:
+        out.write("\n// (install torch to see tilec translate Inductor's own RMSNorm kernel)\n")
+        return
+    from tilec.frontend.capture import capture
+    from tilec.frontend.dump import format_kernels
+
+    with torch.device("meta"):  # only shapes and dtypes matter
+        x, w = torch.randn(64, 1000, dtype=torch.bfloat16), torch.randn(1000, dtype=torch.bfloat16)
+    kernels = capture(rmsnorm, [x, w])
+    where = "a GPU" if torch.cuda.is_available() else "an H100 (a fake one: no GPU here)"
+    out.write(
+        f"\n// The same RMSNorm in PyTorch (examples/rmsnorm.py), compiled by Inductor for {where};\n"
+        "// its kernel as tilec.lower translates it (`tilec dump --ir examples/rmsnorm.py --shape 64,1000`):\n"
+    )
+    out.write(format_kernels(kernels).lstrip("\n"))

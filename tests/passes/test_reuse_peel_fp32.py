@@ -1,0 +1,136 @@
+"""reuse, fp32-at-use and peel: what they change in the IR, that each input row is read from global
+memory once after the default pipelines, and that no pass changes a single output bit."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from examples import OUTPUTS, example, run_interp
+from tilec.ir import Kernel
+from tilec.ir.ops import ForOp, LoadOp, SmemLoadOp, TmaLoadOp
+from tilec.ir.types import PointerType, TileType
+from tilec.passes.ranges import trip_count
+
+
+def global_row_loads(kernel: Kernel) -> dict[str, int]:
+    """How many ops read 2-D tiles of each pointer parameter from global memory, counting a load
+    in a loop once per trip (a TMA copy counts as one read of its box)."""
+    counts: dict[str, int] = {}
+    params = {id(p): p.name_hint for p in kernel.params if isinstance(p.type, PointerType)}
+    descs = {id(p): a.get("source") for p, a in zip(kernel.params, kernel.param_attrs) if a}
+    for op in kernel.walk():
+        trips = 1
+        block = op.parent
+        while block is not None and block.parent_op is not None:
+            if isinstance(block.parent_op, ForOp):
+                trips *= trip_count(block.parent_op) or 1
+            block = block.parent_op.parent
+        if isinstance(op, LoadOp) and isinstance(op.result.type, TileType) and op.result.type.rank == 2:
+            name = params.get(id(op.operands[0]))
+        elif isinstance(op, TmaLoadOp):
+            name = descs.get(id(op.operands[0]))
+        else:
+            continue
+        if name:
+            counts[name] = counts.get(name, 0) + trips
+    return counts
+
+
+def chunks(kernel: Kernel, rnumel: int) -> int:
+    """Chunks per row block: rnumel over the planned RBLOCK."""
+    rb = kernel.constexprs.get("RBLOCK") or 1
+    return -(-rnumel // rb)
+
+
+# (rows, cols): Inductor splits long rows across kernels when there are few rows
+SHAPES = [(8, 1000), (8, 4096), (512, 12288)]
+
+
+@pytest.mark.parametrize("name", ["rmsnorm", "layernorm", "softmax"])
+@pytest.mark.parametrize("rows,cols", SHAPES)
+def test_gluon_default_reads_each_row_once(name: str, rows: int, cols: int) -> None:
+    ex = example(name, rows, cols)
+    before = global_row_loads(ex.kernel("plan,canonicalize"))
+    n = ex.lowered.rnumel
+    assert before["in_ptr0"] >= 2 * chunks(ex.kernel("plan,canonicalize"), n)  # Inductor's form: once per phase
+    k = ex.kernel("gluon-default")
+    after = global_row_loads(k)
+    assert after["in_ptr0"] == chunks(k, n), (before, after)  # one TMA box per chunk of the row block
+    assert not any(isinstance(op, LoadOp) and op.operands[0].name_hint == "in_ptr0" for op in k.walk())
+    assert sum(isinstance(op, SmemLoadOp) for op in k.walk()) >= 2  # every phase reads the cache
+
+
+@pytest.mark.parametrize("name", ["rmsnorm", "layernorm", "softmax"])
+def test_triton_default_keeps_a_row_that_fits_in_registers(name: str) -> None:
+    ex = example(name, 8, 1000)
+    before = global_row_loads(ex.kernel("plan{max_rblock=16384},canonicalize"))
+    assert before["in_ptr0"] >= 2  # Inductor's form reads x once per phase
+    after = global_row_loads(ex.kernel("triton-default"))
+    assert after["in_ptr0"] == 1
+
+
+def test_triton_default_leaves_the_reload_visible_when_the_row_does_not_fit() -> None:
+    ex = example("rmsnorm", 512, 40000)
+    k = ex.kernel("triton-default")
+    assert any(isinstance(op, ForOp) for op in k.walk())
+    c = chunks(k, ex.lowered.rnumel)  # 40000 / 2048: 19 full chunks and a tail
+    # the main loops read every chunk twice; the peeled tails are straight-line code and merge
+    assert global_row_loads(k)["in_ptr0"] == 2 * (c - 1) + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Nothing changes a bit
+
+
+def same_bits(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return all(
+        torch.equal(
+            a[k].view(torch.uint8) if a[k].dtype != torch.bool else a[k],
+            b[k].view(torch.uint8) if b[k].dtype != torch.bool else b[k],
+        )
+        for k in a
+    )
+
+
+PASS_SEQUENCES = [
+    "peel,canonicalize",
+    "cse,reuse{cache=registers}",
+    "cse,reuse{cache=smem},cse",
+    "cse,reuse{cache=auto},cse,fp32-at-use",
+    "peel,canonicalize,cse,reuse{cache=smem},cse,fp32-at-use,dce",
+    "fp32-at-use",
+]
+
+
+@settings(
+    max_examples=25, deadline=None, phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck)
+)
+@given(
+    name=st.sampled_from(sorted(OUTPUTS)),
+    rows=st.sampled_from([1, 2, 7, 64]),
+    cols=st.sampled_from([61, 64, 257, 997, 1000, 1024, 3001]),
+    dtype=st.sampled_from(["bf16", "f16", "f32"]),
+    rblock=st.sampled_from([64, 128, 256, 1024, 4096]),
+    xblock=st.sampled_from([1, 2, 4]),
+    passes=st.sampled_from(PASS_SEQUENCES),
+)
+def test_passes_do_not_change_results(
+    name: str, rows: int, cols: int, dtype: str, rblock: int, xblock: int, passes: str
+) -> None:
+    ex = example(name, rows, cols, dtype)
+    plan = f"plan{{xblock={xblock},rblock={rblock}}},canonicalize"
+    before = run_interp(ex, ex.kernel(plan))
+    after = run_interp(ex, ex.kernel(f"{plan},{passes}"))
+    assert same_bits(before, after), (name, rows, cols, dtype, rblock, xblock, passes)
+    ex.check(after, f"after {passes}")
+
+
+@pytest.mark.parametrize("pipeline", ["gluon-default", "triton-default"])
+@pytest.mark.parametrize("name", sorted(OUTPUTS))
+@pytest.mark.parametrize("rows,cols", [(1, 997), (5, 4096), (64, 1000)])
+def test_default_pipelines_equal_eager(pipeline: str, name: str, rows: int, cols: int) -> None:
+    ex = example(name, rows, cols)
+    ex.check(run_interp(ex, ex.kernel(pipeline)), pipeline)

@@ -1,0 +1,467 @@
+"""`tilec.lower`: one fused kernel, as Inductor schedules it for a GPU, → logical-form tile IR.
+
+Called from inside `TritonScheduling.codegen_node_schedule(kernel_features)` (V.graph set).
+Every SchedulerNode's LoopBody is replayed under `TileOpsHandler`, with the node's index
+variables mapped onto the kernel's one `(xindex, rindex)` space by a helper `TritonKernel`
+(`split_and_set_ranges`, as stock codegen does; the helper is never entered or code-generated,
+so nothing Inductor does afterwards changes). The schedule's `DisableReduction` /
+`EnableReduction` markers close and reopen reduction loops:
+
+    op0, op1, DisableReduction, EnableReduction, op3
+    → loop 1 (op0, op1: reductions), loop 2 (op3: the epilogue over the row again)
+
+Argument names and in-place buffers come from Inductor's own `KernelArgs` (`in_ptr0`,
+`out_ptr2`, `in_out_ptr0`, numbered as stock Triton numbers them); buffers whose every user is
+in this kernel are not written (`remove_kernel_local_buffers`, reproduced); a value stored and
+read again in the same scope is reused as an SSA value.
+
+`lower` never raises for a kernel it cannot take: it returns `Unsupported(reason)`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import sympy
+
+from tilec.frontend.emitter import TV, Emitter, PendingReduction
+from tilec.frontend.handler import TileOpsHandler
+from tilec.frontend.indexing import IndexTranslator
+from tilec.frontend.reasons import (
+    CANNOT_SPLIT_RANGES,
+    DYNAMIC_SHAPE,
+    INTERNAL_ERROR,
+    RELOAD_OTHER_INDEX,
+    UnsupportedError,
+    unsupported_node,
+)
+from tilec.frontend.result import Access, KernelArg, Lowered, Unsupported
+from tilec.ir.dtypes import DType, i32, i64
+from tilec.ir.ops import LoadOp, StoreOp
+from tilec.ir.types import PointerType
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Lowered", "Unsupported", "lower"]
+
+
+def lower(
+    kernel_features: Any, scheduling: Any = None, name: str | None = None, strict: bool = False
+) -> Lowered | Unsupported:
+    """The logical-form kernel for `kernel_features` (a `SIMDKernelFeatures`), or `Unsupported`.
+
+    `name` names the IR kernel (default: derived from the fused nodes' origins). With
+    `strict`, internal errors raise instead of becoming `Unsupported(INTERNAL_ERROR: ...)`."""
+    try:
+        return KernelBuilder(kernel_features, scheduling, name).build()
+    except UnsupportedError as e:
+        return Unsupported(e.reason)
+    except Exception as e:
+        if strict:
+            raise
+        log.debug("tilec.lower failed", exc_info=True)
+        message = " ".join(f"{type(e).__name__}: {e}".split())[:200]
+        return Unsupported(f"{INTERNAL_ERROR}: {message}")
+
+
+def static_int(e: Any) -> int:
+    try:
+        e = sympy.sympify(e)
+    except (sympy.SympifyError, TypeError):
+        raise UnsupportedError(DYNAMIC_SHAPE) from None
+    if not isinstance(e, sympy.Integer):
+        raise UnsupportedError(DYNAMIC_SHAPE)
+    return int(e)
+
+
+def kernel_name_for(node_schedule: list[Any], reduction: bool) -> str:
+    """A stable fallback name, in Inductor's style: `tilec_red_fused_<origins>`."""
+    fused = ""
+    try:
+        from torch._inductor import config
+        from torch._inductor.utils import get_fused_kernel_name
+
+        fused = get_fused_kernel_name(node_schedule, config.triton.descriptive_names or "original_aten")
+    except Exception:
+        fused = ""
+    name = "_".join(p for p in ("tilec", "red" if reduction else "poi", fused) if p)
+    return sanitize_name(name)
+
+
+def sanitize_name(name: str) -> str:
+    name = re.sub(r"\W", "_", name)
+    return name if re.match(r"[A-Za-z_]", name) else "k_" + name
+
+
+class _Stored:
+    __slots__ = ("index", "value")
+
+    def __init__(self, index: sympy.Expr, value: TV | PendingReduction) -> None:
+        self.index = index
+        self.value = value
+
+
+class KernelBuilder:
+    """The state of one lowering: the helper Inductor kernel, the IR emitter, what was stored."""
+
+    def __init__(self, features: Any, scheduling: Any, name: str | None) -> None:
+        self.features = features
+        self.scheduling = scheduling
+        self.node_schedule = list(features.node_schedule)
+        self.name = name
+        self.stored: dict[str, _Stored] = {}
+        self.store_names: dict[str, None] = {}  # ordered set
+        self.store_ops: list[tuple[str, Any]] = []
+        self.must_keep: set[str] = set()
+        self.reductions: dict[str, None] = {}
+        self.accesses: list[Access] = []
+        self.load_info: dict[int, tuple[bool, tuple[tuple[str, int], ...]]] = {}
+
+    # -- the driver
+
+    def build(self) -> Lowered:
+        from torch._inductor.codegen.simd import DisableReduction, EnableReduction
+        from torch._inductor.scheduler import SchedulerNode
+        from torch._inductor.virtualized import V
+
+        numel = static_int(self.features.numel)
+        rnumel = static_int(self.features.reduction_numel)
+        self.reduction = reduction = bool(self.features.is_reduction()) and rnumel > 1
+        nodes = []
+        for item in self.node_schedule:
+            if item is DisableReduction or item is EnableReduction:
+                continue
+            if type(item) is not SchedulerNode:
+                raise UnsupportedError(unsupported_node(type(item).__name__))
+            nodes.append(item)
+        self.nodes = nodes
+        self.index_dtype = self._index_dtype(numel * rnumel)
+        name = sanitize_name(self.name) if self.name else kernel_name_for(self.node_schedule, reduction)
+        self.em = Emitter(name, numel, rnumel, reduction, self.index_dtype)
+        self.ikernel = _helper_kernel(self.features, numel, rnumel)
+        self.kargs = self.ikernel.args
+        self.translate = IndexTranslator(self.em, self._lookup)
+        with V.set_kernel_handler(self.ikernel):
+            self._decide_inplace()
+            self._replay(DisableReduction, EnableReduction)
+        self._finish()
+        return Lowered(
+            kernel=self.em.kernel,
+            args=self._args(),
+            numel=numel,
+            rnumel=rnumel,
+            reductions=list(self.reductions),
+            index_dtype=self.index_dtype.name,
+            removed_buffers=frozenset(self.ikernel.removed_buffers),
+            inplaced_to_remove=frozenset(self.ikernel.inplaced_to_remove),
+            inplace_update_buffers=dict(self.ikernel.inplace_update_buffers),
+            node_names=[n.get_name() for n in nodes],
+            accesses=self.accesses,
+            inductor_kernel=self.ikernel,
+        )
+
+    def _index_dtype(self, total: int) -> DType:
+        try:
+            import torch
+
+            return i32 if self.features.select_index_dtype() == torch.int32 else i64
+        except Exception:
+            return i32 if total <= 2**31 - 1 else i64
+
+    def _decide_inplace(self) -> None:
+        # Stock codegen's first pass: records `in_out_ptr` buffers in the helper kernel's args.
+        for node in self.nodes:
+            node.decide_inplace_update()
+
+    def _replay(self, disable: Any, enable: Any) -> None:
+        from torch._inductor.sizevars import SimplifyIndexing
+        from torch._inductor.virtualized import V
+
+        k, em = self.ikernel, self.em
+        saved = k.inside_reduction
+        inside = self.reduction
+        try:
+            for item in self.node_schedule:
+                if item is disable:
+                    if em.loop is not None:
+                        em.close_loop()
+                    inside = False
+                    continue
+                if item is enable:
+                    inside = self.reduction
+                    continue
+                if inside and em.loop is None:
+                    em.open_loop()
+                k.inside_reduction = inside if self.reduction else saved
+                try:
+                    index_vars = k.split_and_set_ranges(item.get_ranges())
+                except Exception as e:
+                    if type(e).__name__ in ("CantSplit", "AssertionError"):
+                        raise UnsupportedError(CANNOT_SPLIT_RANGES) from None
+                    raise
+                handler = TileOpsHandler(self)
+                with V.set_ops_handler(SimplifyIndexing(handler, item.ranges_from_index_vars(index_vars))):
+                    item._body(*index_vars)
+            if em.loop is not None:
+                em.close_loop()
+        finally:
+            k.inside_reduction = saved
+
+    # -- index variables
+
+    def _lookup(self, sym: sympy.Symbol) -> TV | None:
+        entry = self.ikernel.range_tree_nodes.get(sym)
+        if entry is None:
+            return None
+        prefix = "x" if entry.prefix == "x" else "r" if entry.prefix.startswith("r") else None
+        if prefix is None:
+            return None
+        return self.em.index_var(entry.name, prefix, int(entry.divisor), int(entry.length), int(entry.root.numel))
+
+    def _is_root(self, sym: str, prefix: str) -> bool:
+        for s, entry in self.ikernel.range_tree_nodes.items():
+            if str(s) == sym:
+                return (
+                    entry.prefix.startswith(prefix)
+                    and int(entry.divisor) == 1
+                    and int(entry.length) == int(entry.root.numel)
+                )
+        return False
+
+    def _note_access(self, param: str, kind: str, index: sympy.Expr) -> None:
+        form = self.translate.form(index)
+        fastest = "r" if self.reduction else "x"
+        contiguous = any(c == 1 and self._is_root(s, fastest) for s, c in form.strides())
+        self.accesses.append(Access(param, kind, str(index), form.strides(), form.is_affine, contiguous))
+
+    def simplify(self, index: Any) -> sympy.Expr:
+        """The index as stock codegen writes it: var ranges applied and contiguous range-tree
+        variables merged (`x0 + 1000*x1` → `x2`, a new variable equal to xindex)."""
+        index = sympy.sympify(index)
+        try:
+            return self.ikernel.simplify_indexing(index)
+        except Exception:
+            return index
+
+    def index(self, expr: Any, dtype: DType) -> TV:
+        return self.translate(self.simplify(expr), dtype)
+
+    def note_reduction(self, rtype: str) -> None:
+        self.reductions[rtype] = None
+
+    # -- memory
+
+    def _dtype(self, name: str) -> DType:
+        from torch._inductor.virtualized import V
+
+        from tilec.frontend.dtypes import to_tilec
+
+        return to_tilec(V.graph.get_dtype(name))
+
+    def _same_index(self, a: sympy.Expr, b: sympy.Expr) -> bool:
+        if a == b:
+            return True
+        from torch._inductor.virtualized import V
+
+        defs = {s: e.expr for s, e in self.ikernel.range_tree_nodes.items()}
+        try:
+            return bool(V.graph.sizevars.simplify(sympy.sympify(a).subs(defs) - sympy.sympify(b).subs(defs)) == 0)
+        except Exception:
+            return False
+
+    def load(self, name: str, index: sympy.Expr) -> TV:
+        index = self.simplify(index)
+        rec = self.stored.get(name)
+        if rec is not None:
+            if not self._same_index(rec.index, index):
+                raise UnsupportedError(RELOAD_OTHER_INDEX)
+            if isinstance(rec.value, PendingReduction):
+                return self.em.resolve(rec.value)
+            if rec.value.loop is None or rec.value.loop is self.em.loop:
+                return rec.value
+            self.must_keep.add(name)  # written in an earlier loop: read it back from memory
+        param = self.kargs.input(name)
+        self._note_access(param, "load", index)
+        offsets = self.translate(index)
+        value = self.em.load(param, self._dtype(name), offsets)
+        self.load_info.setdefault(id(value.value), (self._broadcast(index, offsets), self.accesses[-1].strides))
+        return value
+
+    def _broadcast(self, index: sympy.Expr, offsets: TV) -> bool:
+        """Whether a load reads the same element for several iterations (stock codegen's
+        `is_broadcasted`): a weight in a row loop, a per-row value, a bias in a pointwise kernel."""
+        if self.em.loop is not None:
+            return offsets.dims != "xr"
+        if self.reduction:
+            return offsets.dims != "x"
+        return not any(self._is_root(str(s), "x") for s in sympy.sympify(index).free_symbols)
+
+    def _evictions(self) -> None:
+        """Inductor's cache hints: evict_last for data read again (broadcast or non-coalesced
+        loads, and a row read again by a later loop), evict_first for a row's last read."""
+        loads = [op for op in self.em.kernel.walk() if isinstance(op, LoadOp)]
+        for i, op in enumerate(loads):
+            broadcast, strides = self.load_info.get(id(op.result), (False, ()))
+            if broadcast or not any(c == 1 for _, c in strides):
+                op.attributes["eviction"] = "evict_last"
+            elif self.reduction and op.parent is not self.em.kernel.body:  # in a loop
+                again = any(later.operands[0] is op.operands[0] for later in loads[i + 1 :])
+                op.attributes["eviction"] = "evict_last" if again else "evict_first"
+
+    def _begin_store(self, name: str, index: sympy.Expr, value: TV | PendingReduction) -> str | None:
+        from torch._inductor.virtualized import V
+
+        index = self.simplify(index)
+        self.stored[name] = _Stored(index, value)
+        self.store_names[name] = None
+        if name in V.graph.removed_buffers:
+            return None
+        param = self.kargs.output(name)
+        self._note_access(param, "store", index)
+        return param
+
+    def store(self, name: str, index: sympy.Expr, value: TV) -> None:
+        param = self._begin_store(name, index, value)
+        if param is not None:
+            op = self.em.store(param, self._dtype(name), self.translate(self.simplify(index)), value)
+            self.store_ops.append((name, op))
+
+    def store_reduction(self, name: str, index: sympy.Expr, value: Any) -> None:
+        if not isinstance(value, PendingReduction):
+            self.store(name, index, value if isinstance(value, TV) else TileOpsHandler(self).tv(value))
+            return
+        param = self._begin_store(name, index, value)
+        if param is None:
+            return
+        offsets, dtype, loop = self.translate(self.simplify(index)), self._dtype(name), value.loop
+
+        def finish(final: TV) -> None:
+            self.store_ops.append((name, self.em.store(param, dtype, offsets, final)))
+
+        loop.pending_stores.append((finish, value))
+
+    # -- after the replay
+
+    def _finish(self) -> None:
+        """Stores to buffers every user of which is in this kernel go, as stock codegen drops them."""
+        from torch._inductor.virtualized import V
+        from torch.utils._ordered_set import OrderedSet
+
+        k = self.ikernel
+        scheduler = V.graph.scheduler
+        if scheduler is not None:
+            names = list(self.store_names)
+            fused = OrderedSet(scheduler.name_to_buf[b].defining_op_name() for b in names if b in scheduler.name_to_buf)
+            drop = [
+                n
+                for n in names
+                if n not in self.must_keep
+                and n not in self.kargs.input_buffers
+                and scheduler.can_buffer_be_removed_through_fusion(n, fused)
+            ]
+            for n in drop:
+                if n in self.kargs.inplace_buffers:
+                    buf = self.kargs.inplace_buffers[n]
+                    if not hasattr(buf, "other_names"):
+                        continue
+                    if all(o in drop for o in buf.other_names):
+                        k.remove_inplace_buffer(n)
+                    k.inplaced_to_remove.add(n)
+                else:
+                    k.remove_buffer(n)
+        gone = set(k.removed_buffers) | set(k.inplaced_to_remove)
+        erased = False
+        for name, op in self.store_ops:
+            if name in gone and op.parent is not None:
+                op.erase()
+                erased = True
+        if erased:
+            self.em.erase_dead()
+        self._evictions()
+        self._order_params()
+
+    def _param_order(self) -> list[tuple[str, str]]:
+        """(param, buffer) in stock Triton's order: in-place, inputs, outputs."""
+        out: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        for buf in self.kargs.inplace_buffers.values():
+            inner = getattr(buf, "inner_name", None)
+            if inner is not None and inner not in seen:
+                seen.add(inner)
+                out.append((inner, buf.other_names[-1]))
+        for outer, inner in [*self.kargs.input_buffers.items(), *self.kargs.output_buffers.items()]:
+            if outer in self.kargs.inplace_buffers or not isinstance(inner, str) or inner in seen:
+                continue
+            seen.add(inner)
+            out.append((inner, outer))
+        return out
+
+    def _order_params(self) -> None:
+        kernel = self.em.kernel
+        used: set[int] = set()
+        for op in kernel.walk():
+            used.update(id(v) for v in op.operands)
+        by_name = {p.name_hint: p for p in kernel.params if id(p) in used}
+        order = [p for p, _ in self._param_order() if p in by_name]
+        order += sorted(n for n in by_name if n not in order)  # type: ignore[misc]
+        self.buffers = dict(self._param_order())
+        kernel.body.args = [by_name[n] for n in order]
+        for i, a in enumerate(kernel.body.args):
+            a.index = i
+        kernel.param_attrs = [{} for _ in kernel.body.args]
+
+    def _args(self) -> list[KernelArg]:
+        kernel = self.em.kernel
+        reads: set[int] = set()
+        writes: set[int] = set()
+        for op in kernel.walk():
+            if isinstance(op, LoadOp):
+                reads.add(id(op.operands[0]))
+            elif isinstance(op, StoreOp):
+                writes.add(id(op.operands[0]))
+        args = []
+        for p in kernel.params:
+            assert isinstance(p.type, PointerType) and p.name_hint is not None
+            access = "read_write" if id(p) in reads and id(p) in writes else "write" if id(p) in writes else "read"
+            buffer = self.buffers.get(p.name_hint, "?")
+            shape, strides, offset = _layout(buffer)
+            args.append(KernelArg(p.name_hint, buffer, access, p.type.pointee.name, shape, strides, offset))
+        return args
+
+
+def _layout(buffer: str) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, int | None]:
+    """A buffer's static size, stride and offset, in elements (None where symbolic)."""
+    from torch._inductor.virtualized import V
+
+    def ints(xs: Any) -> tuple[int, ...] | None:
+        try:
+            return tuple(int(x) for x in xs)
+        except (TypeError, ValueError):
+            return None
+
+    try:
+        layout = V.graph.get_buffer(buffer).get_layout()
+        offset = ints([layout.offset])
+        return ints(layout.size), ints(layout.stride), offset[0] if offset else None
+    except Exception:
+        return None, None, None
+
+
+def _helper_kernel(features: Any, numel: int, rnumel: int) -> Any:
+    """A TritonKernel over {x: numel, r0_: rnumel}, used only to map ranges and name arguments."""
+    from torch._inductor import metrics
+    from torch._inductor.codegen.triton import TritonKernel
+
+    tiling = {"x": sympy.Integer(numel), "r0_": sympy.Integer(rnumel)}
+    count = metrics.generated_kernel_count
+    try:
+        try:
+            return TritonKernel(
+                tiling, features=features, override_persistent_reduction=False, override_cooperative_reduction=False
+            )
+        except TypeError:
+            return TritonKernel(tiling, features=features)
+    finally:
+        metrics.generated_kernel_count = count

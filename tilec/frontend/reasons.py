@@ -1,0 +1,46 @@
+"""Why `tilec.lower` declines a kernel: one stable, one-line string per cause.
+
+Tests assert these strings, and `tilec dump` prints them, so change them only on purpose. The
+functions build the parametrized ones; their fixed prefix is stable too.
+"""
+
+from __future__ import annotations
+
+DYNAMIC_SHAPE = "dynamic (symbolic) sizes are not supported"
+INDIRECT_INDEXING = "indirect indexing (gather, scatter, embedding) is not supported"
+ATOMIC_STORE = "atomic stores are not supported"
+SCAN = "scans (cumsum, cumprod, ...) are not supported"
+SORT = "sorts are not supported"
+RANDOM = "random number generation is not supported"
+NON_AFFINE_INDEX = "index is not affine in the kernel's index variables"
+NESTED_REDUCTION_USE = "a reduction result is used inside its own reduction loop"
+REDUCTION_OUTSIDE_LOOP = "a reduction outside the kernel's reduction dimension is not supported"
+SPLIT_REDUCTION_PARTIALS = "a reduction of value tuples (split-reduction partials) is not supported"
+MASKED_BODY = "a masked sub-block tilec cannot express"
+RELOAD_OTHER_INDEX = "a buffer stored in the kernel is reloaded at another index"
+CANNOT_SPLIT_RANGES = "a node's iteration ranges do not map onto the kernel's (x, r) space"
+INTERNAL_ERROR = "internal error in tilec.lower"
+
+
+def unsupported_op(name: str) -> str:
+    return f"op '{name}' is not supported"
+
+
+def unsupported_reduction(kind: str) -> str:
+    return f"reduction '{kind}' is not supported"
+
+
+def unsupported_dtype(dtype: object) -> str:
+    return f"dtype {dtype} is not supported"
+
+
+def unsupported_node(kind: str) -> str:
+    return f"scheduler node of type {kind} is not supported"
+
+
+class UnsupportedError(Exception):
+    """Raised inside the frontend; `lower` turns it into `Unsupported(reason)`."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

@@ -1,0 +1,74 @@
+"""What `tilec.lower` returns: a `Lowered` kernel, or `Unsupported` with its reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tilec.ir import Kernel
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """tilec does not take this kernel; `reason` is one of `tilec.frontend.reasons`."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class KernelArg:
+    """A pointer parameter of the kernel and the Inductor buffer the wrapper passes for it."""
+
+    param: str  # "in_ptr0", "out_ptr2", "in_out_ptr0"
+    buffer: str  # the buffer name in the wrapper ("arg0_1", "buf3")
+    access: str  # "read", "write" or "read_write"
+    dtype: str  # tilec dtype name of the elements
+    # the buffer's layout (elements), None where Inductor does not know it statically
+    shape: tuple[int, ...] | None = None
+    strides: tuple[int, ...] | None = None
+    offset: int | None = None
+
+    @property
+    def is_read(self) -> bool:
+        return self.access in ("read", "read_write")
+
+    @property
+    def is_written(self) -> bool:
+        return self.access in ("write", "read_write")
+
+
+@dataclass(frozen=True)
+class Access:
+    """One global load or store: its index as {kernel variable: coefficient} plus a constant,
+    and whether consecutive r indices touch consecutive elements."""
+
+    param: str
+    kind: str  # "load" or "store"
+    index: str  # Inductor's index expression, as text
+    strides: tuple[tuple[str, int], ...]  # affine coefficients of the kernel variables
+    affine: bool  # no division or remainder in the index beyond the range-tree variables
+    contiguous_r: bool  # stride 1 along the reduction index (or along x for pointwise kernels)
+
+
+@dataclass
+class Lowered:
+    """A kernel tilec takes: its logical-form IR plus what the Inductor hook needs to call it."""
+
+    kernel: Kernel
+    args: list[KernelArg]  # in parameter order
+    numel: int  # xnumel
+    rnumel: int  # reduction numel (1 for pointwise kernels)
+    reductions: list[str]  # reduction types, once each, in order ("sum", "welford_reduce", ...)
+    index_dtype: str  # "i32" or "i64"
+    removed_buffers: frozenset[str] = frozenset()  # stores dropped: every user is in this kernel
+    inplaced_to_remove: frozenset[str] = frozenset()
+    inplace_update_buffers: dict[str, str] = field(default_factory=dict)  # output -> input it reuses
+    node_names: list[str] = field(default_factory=list)
+    accesses: list[Access] = field(default_factory=list)
+    # The Inductor kernel object used to map ranges and name arguments (its `args` and
+    # `inplace_update_buffers` are what `mark_run` needs); None outside Inductor.
+    inductor_kernel: Any = None
+
+    @property
+    def is_reduction(self) -> bool:
+        return self.rnumel > 1 or bool(self.reductions)

@@ -1,0 +1,35 @@
+"""The named pipelines, each one list of passes with the reason for its place.
+
+`-p gluon-default` and `-p triton-default` expand to these; options of the passes in them can be
+changed by writing the passes out instead.
+"""
+
+from __future__ import annotations
+
+from tilec.passes.manager import NAMED_PIPELINES
+
+GLUON_DEFAULT = [
+    "plan",  # concrete block sizes, warps and layouts first: every later pass works on real shapes
+    "canonicalize",  # loops of one chunk inline, masks the plan made trivial fold
+    "peel",  # a partial last chunk: a full-chunk main loop and a masked tail
+    "canonicalize",  # the main loop's masks fold; the tail inlines
+    "cse",  # equal index math and masks merge, so equal loads look equal
+    "reuse{cache=auto}",  # each input row read from HBM once: TMA into shared memory, every phase reads it
+    "cse",  # the constants reuse created merge
+    "fp32-at-use",  # after the last CSE (it would merge the copies): casts at each use, caches stay narrow
+    "dce",  # what the rewrites left unused goes
+]
+
+TRITON_DEFAULT = [
+    "plan{max_rblock=16384}",  # whole rows in one tile where registers allow: the register cache needs it
+    "canonicalize",  # loops of one chunk inline, masks the plan made trivial fold
+    "peel",  # a partial last chunk: a full-chunk main loop and a masked tail
+    "canonicalize",  # the main loop's masks fold; the tail inlines
+    "cse",  # equal index math and masks merge, so equal loads look equal
+    "reuse{cache=registers}",  # a row loaded twice is loaded once and kept in registers
+    "fp32-at-use",  # after CSE: the kept row stays bf16/fp16, each phase widens it
+    "dce",  # what the rewrites left unused goes
+]
+
+NAMED_PIPELINES["gluon-default"] = ",".join(GLUON_DEFAULT)
+NAMED_PIPELINES["triton-default"] = ",".join(TRITON_DEFAULT)

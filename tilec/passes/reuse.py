@@ -1,0 +1,420 @@
+"""reuse: an input read from global memory in several phases is read once.
+
+Row kernels read their input in two or three phases (RMSNorm: sum of squares, then normalize;
+softmax: max and sum, then exp). Loads of the same elements are found two ways: identical loads
+(same pointer, offsets, mask and fill value, no store to that pointer in between), and loads in
+sibling loops with equal bounds whose offsets and masks are the same function of each loop's
+index. Then:
+
+- `cache=registers`: identical loads merge into the first (the row stays in registers). Loads in
+  separate loops cannot share registers; their reload stays, visibly.
+- `cache=smem`: the row block is copied once into shared memory by TMA (one box per chunk, all
+  issued before the first phase, one mbarrier each) and every phase reads shared memory. Needs an
+  affine 2-D load with contiguous rows (TMA: a 16-byte aligned row stride) and a cache that fits
+  the shared-memory budget; otherwise it falls back to `registers`.
+- `cache=auto`: `smem` where it applies, else `registers`.
+
+Before (whole row, two phases):
+    %a = tile.load %x, %offs, %mask : tile<[4, 1024], bf16>
+    ...
+    %b = tile.load %x, %offs, %mask : tile<[4, 1024], bf16>
+After (cache=smem):
+    %x_cache = tile.smem_alloc : smem<[4, 1024], bf16, #shared, slots = 1>
+    %x_ready = tile.mbarrier_alloc : mbarrier<1>
+    ... tile.tma_load %x_desc, %row0, %c0, %x_ready, %c0, %slot ...
+    tile.mbarrier_wait %x_ready, %c0, %c0
+    %a = tile.smem_load %slot : tile<[4, 1024], bf16, #blocked>
+    ...
+    %b = tile.smem_load %slot : tile<[4, 1024], bf16, #blocked>
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from tilec.ir.builder import Builder
+from tilec.ir.core import Block, Kernel, Module, Operation, OpResult, Value, defining_op, replace_uses
+from tilec.ir.dtypes import DType, i32
+from tilec.ir.expr import evaluate
+from tilec.ir.layouts import NVMMASharedLayout
+from tilec.ir.ops import CmpOp, ForOp, LoadOp, StoreOp
+from tilec.ir.types import MBarrierType, PointerType, SharedBufferType, TensorDescType, TileType
+from tilec.ir.verify import H100_SMEM_BYTES
+from tilec.passes.affine import Affine, affine
+from tilec.passes.base import Pass, register
+from tilec.passes.ranges import trip_count
+from tilec.passes.rewrite import const_value
+
+# ---------------------------------------------------------------------------------------------
+# Finding loads of the same elements
+
+
+def _same_operands(a: LoadOp, b: LoadOp) -> bool:
+    """Same elements read: eviction hints differ between phases (Inductor's evict_last, then
+    evict_first) but name the same data."""
+    return len(a.operands) == len(b.operands) and all(x is y for x, y in zip(a.operands, b.operands))
+
+
+def _equivalent(a: Value, b: Value, pairs: dict[int, Value], memo: dict[tuple[int, int], bool]) -> bool:
+    """Whether `a` and `b` compute the same values, given value pairs known to correspond."""
+    if a is b:
+        return True
+    if pairs.get(id(a)) is b:
+        return True
+    key = (id(a), id(b))
+    if key in memo:
+        return memo[key]
+    memo[key] = False
+    oa, ob = defining_op(a), defining_op(b)
+    ok = (
+        oa is not None
+        and ob is not None
+        and oa.is_pure
+        and type(oa) is type(ob)
+        and oa.attributes == ob.attributes
+        and isinstance(a, OpResult)
+        and isinstance(b, OpResult)
+        and a.index == b.index
+        and a.type == b.type
+        and len(oa.operands) == len(ob.operands)
+        and all(_equivalent(x, y, pairs, memo) for x, y in zip(oa.operands, ob.operands))
+    )
+    memo[key] = ok
+    return ok
+
+
+def _loads_in(block: Block, ptr: Value) -> list[LoadOp]:
+    return [op for op in block.walk() if isinstance(op, LoadOp) and op.operands[0] is ptr]
+
+
+def _stores_to(ops: list[Operation], ptr: Value) -> bool:
+    return any(isinstance(op, StoreOp) and op.operands[0] is ptr for top in ops for op in top.walk())
+
+
+@dataclass
+class Group:
+    """Loads that read the same elements: `first` and `later`, in program order."""
+
+    first: LoadOp
+    later: list[LoadOp]
+    loops: list[ForOp] | None = None  # for loads in sibling loops: the loop of each load (first's first)
+
+
+def find_groups(kernel: Kernel) -> list[Group]:
+    groups: list[Group] = []
+    for block in [kernel.body, *[r for op in kernel.walk() for r in op.regions]]:
+        ops = block.ops
+        # identical loads in one block, no store to the pointer in between
+        seen: list[tuple[int, LoadOp]] = []
+        for i, op in enumerate(ops):
+            if not isinstance(op, LoadOp) or not isinstance(op.result.type, TileType):
+                continue
+            for j, earlier in seen:
+                if _same_operands(earlier, op) and not _stores_to(ops[j + 1 : i], op.operands[0]):
+                    g = next((g for g in groups if g.first is earlier), None)
+                    if g is None:
+                        groups.append(Group(earlier, [op]))
+                    else:
+                        g.later.append(op)
+                    break
+            else:
+                seen.append((i, op))
+        # loads in sibling loops with the same bounds
+        loops = [(i, op) for i, op in enumerate(ops) if isinstance(op, ForOp)]
+        for a_pos, (ia, la) in enumerate(loops):
+            for ib, lb in loops[a_pos + 1 :]:
+                if not all(x is y for x, y in zip(la.operands[:3], lb.operands[:3])):
+                    continue
+                for load_a in [op for op in la.body.ops if isinstance(op, LoadOp)]:
+                    ptr = load_a.operands[0]
+                    if _stores_to([la, *ops[ia + 1 : ib]], ptr):
+                        continue
+                    pairs: dict[int, Value] = {id(la.induction_var): lb.induction_var}
+                    for load_b in [op for op in lb.body.ops if isinstance(op, LoadOp) and op.operands[0] is ptr]:
+                        same = len(load_a.operands) == len(load_b.operands)
+                        memo: dict[tuple[int, int], bool] = {}
+                        if same and all(
+                            _equivalent(x, y, pairs, memo) for x, y in zip(load_a.operands, load_b.operands)
+                        ):
+                            stores_before = _stores_to([op for op in lb.body.ops[: lb.body.ops.index(load_b)]], ptr)
+                            if stores_before:
+                                continue
+                            g = next((g for g in groups if g.first is load_a), None)
+                            if g is None:
+                                groups.append(Group(load_a, [load_b], [la, lb]))
+                            elif g.loops is not None:
+                                g.later.append(load_b)
+                                g.loops.append(lb)
+    return groups
+
+
+# ---------------------------------------------------------------------------------------------
+# The TMA view of a load
+
+
+@dataclass
+class Box:
+    """How a 2-D load maps to TMA: global shape and row stride, box shape, and the box origin as
+    scalars (row = pid * rows_per_pid + row_const; col = iv + col_const, iv possibly absent)."""
+
+    shape: tuple[int, int]
+    stride: int
+    block: tuple[int, int]
+    pid: Value | None
+    rows_per_pid: int
+    row_const: int
+    iv: Value | None
+    col_const: int
+
+
+def _mask_terms(v: Value | None) -> list[Operation] | None:
+    """The comparisons a mask is the conjunction of (None if it is something else)."""
+    if v is None:
+        return []
+    op = defining_op(v)
+    if op is None:
+        return None
+    if op.name in ("tile.broadcast", "tile.convert_layout"):
+        return _mask_terms(op.operands[0])
+    if op.name == "tile.and":
+        a, b = _mask_terms(op.operands[0]), _mask_terms(op.operands[1])
+        return None if a is None or b is None else a + b
+    if isinstance(op, CmpOp):
+        return [op]
+    return None
+
+
+def tma_box(kernel: Kernel, load: LoadOp, loop: ForOp | None) -> tuple[Box, bool] | None:
+    """The box of a 2-D load, and whether its mask only excludes elements outside the box's
+    global view (so TMA's zero fill makes the mask redundant)."""
+    t = load.result.type
+    if not isinstance(t, TileType) or t.rank != 2 or not all(isinstance(d, int) for d in t.shape):
+        return None
+    rows, cols = t.shape
+    assert isinstance(rows, int) and isinstance(cols, int)
+    aff = affine(load.operands[1])
+    if aff is None:
+        return None
+    dims = aff.dims()
+    stride = dims.get(0, 0)
+    if dims.get(1) != 1 or stride <= 0:
+        return None
+    pid_terms = {k: c for k, c in aff.scalar_terms().items() if aff.scalars[k].type == i32}
+    pid: Value | None = None
+    iv: Value | None = None
+    rows_per_pid = 0
+    for key, c in pid_terms.items():
+        s = aff.scalars[key]
+        owner = defining_op(s)
+        if owner is not None and owner.name == "tile.program_id" and c % stride == 0:
+            pid, rows_per_pid = s, c // stride
+        elif loop is not None and s is loop.induction_var and c == 1:
+            iv = s
+        else:
+            return None
+    row_const, col_const = divmod(aff.const, stride)
+    # the global view: N columns, M rows, from the masks (or from what the masks were proved to allow)
+    terms = _mask_terms(load.operands[2] if len(load.operands) > 2 else None)
+    if terms is None:
+        return None
+    n_cols: int | None = None
+    n_rows: int | None = None
+    bounds_only = True
+    for cmp in terms:
+        lhs, rhs = affine(cmp.operands[0]), const_value(cmp.operands[1])
+        if cmp.attr("predicate") != "lt" or lhs is None or not isinstance(rhs, int):
+            bounds_only = False
+            continue
+        if _is_col_index(lhs, iv, col_const):
+            n_cols = rhs
+        elif _is_row_index(lhs, pid, rows_per_pid, row_const):
+            n_rows = rhs
+        else:
+            bounds_only = False
+    trips = trip_count(loop) if loop is not None else 1
+    if trips is None:
+        return None
+    if n_cols is None:
+        step = const_value(loop.step) if loop is not None else cols
+        n_cols = col_const + (trips - 1) * int(step or 0) + cols
+    if n_rows is None:
+        grid = [evaluate(g, kernel.bound_constexprs()) for g in kernel.launch.grid]
+        n_rows = row_const + grid[0] * rows_per_pid if pid is not None else row_const + rows
+    if n_cols > stride:
+        return None
+    return Box((n_rows, n_cols), stride, (rows, cols), pid, rows_per_pid, row_const, iv, col_const), bounds_only
+
+
+def _is_col_index(a: Affine, iv: Value | None, col_const: int) -> bool:
+    expect = {("dim", 1): 1}
+    if iv is not None:
+        expect[("val", id(iv))] = 1
+    return a.coeffs == expect and a.const == col_const
+
+
+def _is_row_index(a: Affine, pid: Value | None, rows_per_pid: int, row_const: int) -> bool:
+    expect = {("dim", 0): 1}
+    if pid is not None:
+        expect[("val", id(pid))] = rows_per_pid
+    return a.coeffs == expect and a.const == row_const
+
+
+def _shared_layout(dt: DType) -> NVMMASharedLayout:
+    # swizzle 0: row reductions read rows; it gave no bank conflicts and the fewest TMA messages
+    return NVMMASharedLayout(0, dt.bits, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rewriting
+
+
+def _descriptor(kernel: Kernel, ptr: Value, box: Box) -> Value:
+    """The kernel's TMA descriptor for `ptr` with this view and box (added once)."""
+    assert isinstance(ptr.type, PointerType)
+    dt = ptr.type.pointee
+    t = TensorDescType(box.block, dt, _shared_layout(dt))
+    attrs = {"source": ptr.name_hint, "shape": list(box.shape), "strides": [box.stride, 1]}
+    for p, pa in zip(kernel.params, kernel.param_attrs):
+        if p.type == t and pa == attrs:
+            return p
+    name = f"{ptr.name_hint}_desc"
+    taken = {p.name_hint for p in kernel.params}
+    k = 1
+    while name in taken:
+        name = f"{ptr.name_hint}_desc{k}"
+        k += 1
+    return kernel.add_param(name, t, **attrs)
+
+
+def _coords(b: Builder, box: Box, col: Value | None) -> tuple[Value, Value]:
+    if box.pid is not None:
+        row = b.op("tile.mul", box.pid, b.constant(box.rows_per_pid, i32))
+        if box.row_const:
+            row = b.op("tile.add", row, b.constant(box.row_const, i32))
+    else:
+        row = b.constant(box.row_const, i32)
+    if col is None:
+        col = b.constant(box.col_const, i32)
+    elif box.col_const:
+        col = b.op("tile.add", col, b.constant(box.col_const, i32))
+    return row, col
+
+
+def _read(b: Builder, load: LoadOp, slot: Value, bounds_only: bool) -> Value:
+    """What replaces `load`: its slot read back, with the load's mask applied unless TMA's zero fill
+    already gives the same values."""
+    t = load.result.type
+    assert isinstance(t, TileType)
+    v = b.op("tile.smem_load", slot, type=t, name_hint=load.result.name_hint)
+    has_other = len(load.operands) > 3
+    if len(load.operands) > 2 and (has_other or not bounds_only):
+        other = load.operands[3] if has_other else b.constant(0, t.dtype)
+        v = b.op("tile.where", load.operands[2], v, other)
+    return v
+
+
+def _anchor(kernel: Kernel, group: Group) -> Operation:
+    """Where the copies are issued: the top-level op holding the first load."""
+    op: Operation = group.loops[0] if group.loops else group.first
+    while op.parent is not kernel.body:
+        assert op.parent is not None and op.parent.parent_op is not None
+        op = op.parent.parent_op
+    return op
+
+
+def cache_in_smem(kernel: Kernel, group: Group, budget: int) -> bool:
+    loop = group.loops[0] if group.loops else None
+    first_top: Operation = loop if loop is not None else group.first
+    if first_top.parent is not kernel.body:
+        return False  # the copies are issued at the top of the kernel
+    found = tma_box(kernel, group.first, loop)
+    if found is None:
+        return False
+    box, bounds_only = found
+    ptr = group.first.operands[0]
+    assert isinstance(ptr.type, PointerType)
+    dt = ptr.type.pointee
+    if (
+        box.stride * dt.bytes % 16
+        or box.block[1] * dt.bytes < 16
+        or box.block[0] & (box.block[0] - 1)
+        or box.block[1] & (box.block[1] - 1)
+    ):
+        return False  # TMA: 16-byte aligned rows, inner box >= 16 bytes, power-of-two boxes
+    slots = (trip_count(loop) or 0) if loop is not None else 1
+    cache_bytes = slots * box.block[0] * box.block[1] * dt.bytes
+    allocated = [op.results[0].type for op in kernel.walk() if op.name == "tile.smem_alloc"]
+    used = sum(evaluate(t.nbytes(), kernel.bound_constexprs()) for t in allocated if isinstance(t, SharedBufferType))
+    if slots < 1 or used + cache_bytes + 8 * slots > budget:
+        return False
+    desc = _descriptor(kernel, ptr, box)
+    anchor = _anchor(kernel, group)
+    b = Builder.before(anchor)
+    layout = _shared_layout(dt)
+    base = ptr.name_hint or "x"
+    buf = b.op("tile.smem_alloc", type=SharedBufferType(box.block, dt, layout, slots), name_hint=f"{base}_cache")
+    bars = b.op("tile.mbarrier_alloc", type=MBarrierType(slots), name_hint=f"{base}_ready")
+    nbytes = box.block[0] * box.block[1] * dt.bytes
+    lo = const_value(loop.lower) if loop is not None else 0
+    step = const_value(loop.step) if loop is not None else 0
+    assert isinstance(lo, int) and isinstance(step, int)
+    for k in range(slots):
+        idx = b.constant(k, i32)
+        b.create("tile.mbarrier_init", bars, idx, count=1)
+        b.create("tile.mbarrier_expect", bars, idx, bytes=nbytes)
+        col = b.constant(lo + k * step, i32) if loop is not None else None
+        row_v, col_v = _coords(b, box, col)
+        slot = b.op("tile.smem_index", buf, idx)
+        b.create("tile.tma_load", desc, row_v, col_v, bars, idx, slot)
+
+    def slot_of(load: LoadOp, this_loop: ForOp | None, wait: bool) -> None:
+        lb = Builder.before(load)
+        if this_loop is None:
+            k = lb.constant(0, i32)
+        else:
+            rel = lb.op("tile.sub", this_loop.induction_var, this_loop.lower)
+            k = lb.op("tile.div", rel, this_loop.step)
+        if wait:
+            lb.create("tile.mbarrier_wait", bars, k, lb.constant(0, i32))
+        slot = lb.op("tile.smem_index", buf, k)
+        value = _read(lb, load, slot, bounds_only)
+        replace_uses(kernel.body, load.result, value)
+        load.erase()
+
+    slot_of(group.first, loop, wait=True)
+    for i, later in enumerate(group.later):
+        slot_of(later, group.loops[i + 1] if group.loops else None, wait=False)
+    # the barriers are retired at the end of the kernel
+    end = Builder.at_end(kernel.body)
+    for k in range(slots):
+        end.create("tile.mbarrier_invalidate", bars, end.constant(k, i32))
+    return True
+
+
+def merge_in_registers(kernel: Kernel, group: Group) -> bool:
+    if group.loops is not None:
+        return False  # different loops: the chunks do not stay in registers
+    for later in group.later:
+        replace_uses(kernel.body, later.result, group.first.result)
+        later.erase()
+    group.first.attributes.pop("eviction", None)  # read once now: no phase will come back for it
+    return True
+
+
+@register
+class Reuse(Pass):
+    """Reads each input row from global memory once: from a shared-memory or register cache."""
+
+    name = "reuse"
+    cache: Literal["auto", "smem", "registers"] = "auto"
+    smem_budget: int = H100_SMEM_BYTES
+
+    def run(self, module: Module) -> None:
+        for kernel in module.kernels:
+            for group in find_groups(kernel):
+                if group.first.parent is None:
+                    continue
+                if self.cache in ("auto", "smem") and cache_in_smem(kernel, group, self.smem_budget):
+                    continue
+                merge_in_registers(kernel, group)
