@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tilec import __version__
 
+EXIT_COMPILE_FAILED = 1
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL_ERROR = 3
 
@@ -116,12 +117,12 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 def cmd_dump(args: argparse.Namespace) -> int:
     # torch is imported here only: `tilec opt` must not pay for it
-    if args.emit:
-        raise UsageError(f"--emit {args.emit}: emitter not available yet")
+    if args.check and args.emit != "gluon":
+        raise UsageError("--check compiles Gluon output; add --emit gluon")
     from tilec.frontend.dump import DumpError, dump, parse_shape
 
     try:
-        text = dump(
+        text, failures = dump(
             args.target,
             shape=parse_shape(args.shape),
             dtype=args.dtype,
@@ -131,14 +132,25 @@ def cmd_dump(args: argparse.Namespace) -> int:
             source=args.source,
             dynamic=args.dynamic,
             strict=args.traceback,
+            emit=args.emit,
+            check=args.check,
         )
     except DumpError as e:
         raise UsageError(str(e)) from e
     sys.stdout.write(text)
+    if failures:
+        sys.stderr.write(f"tilec: {failures} kernel(s) failed to compile for {args.check}\n")
+        return EXIT_COMPILE_FAILED
     return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    import shutil
+
+    if shutil.which("nvidia-smi") is None:  # no GPU: Triton's interpreter, chosen before triton loads
+        from tilec.runtime import enable_interpreter
+
+        enable_interpreter()
     from tilec.demo import run_demo
 
     return run_demo(sys.stdout)
@@ -187,7 +199,14 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--shape", default="4096,8192", help="input shape, passed to example_inputs (default 4096,8192)")
     dump.add_argument("--dtype", default="bf16", help="bf16, fp16 or fp32 (default bf16)")
     dump.add_argument("-p", "--pipeline", default="", help="passes to run on each kernel before printing")
-    dump.add_argument("--emit", choices=["gluon", "triton"], help="print emitted source (not available yet)")
+    dump.add_argument(
+        "--emit",
+        choices=["gluon", "triton"],
+        help="also print each taken kernel's source (default -p: the emitter's pipeline)",
+    )
+    dump.add_argument(
+        "--check", choices=["sm_90", "sm_100"], help="with --emit gluon: compile each kernel (no GPU needed)"
+    )
     dump.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cuda (fake H100 without a GPU) or cpu")
     dump.add_argument("--source", action="store_true", help="also print Inductor's own Triton source, as comments")
     dump.add_argument("--dynamic", action="store_true", help="trace with dynamic (symbolic) shapes")

@@ -69,10 +69,10 @@ def test_function_without_example_inputs_gets_one_tensor(tmp_path: Path, capsys:
         ("raise ValueError('bad module')\n", [], "importing it failed: ValueError: bad module"),
         ("def forward(x):\n    return x\n", ["--shape", "4,a"], "--shape: expected"),
         ("def forward(x):\n    return x\n", ["--dtype", "int3"], "--dtype: expected one of"),
-        ("def forward(x):\n    return x\n", ["--emit", "gluon"], "--emit gluon: emitter not available yet"),
+        ("def forward(x):\n    return x\n", ["--check", "sm_90"], "--check compiles Gluon output; add --emit gluon"),
         ("import torch\ndef forward(x):\n    return x @ torch.ones(3, 3)\n", [], "tracing forward failed"),
     ],
-    ids=["syntax", "missing-func", "import-error", "shape", "dtype", "emit", "trace-error"],
+    ids=["syntax", "missing-func", "import-error", "shape", "dtype", "check-without-gluon", "trace-error"],
 )
 def test_user_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, args: list[str], message: str

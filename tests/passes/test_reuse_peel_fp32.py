@@ -110,10 +110,10 @@ PASS_SEQUENCES = [
 )
 @given(
     name=st.sampled_from(sorted(OUTPUTS)),
-    rows=st.sampled_from([1, 2, 7, 64]),
+    rows=st.sampled_from([1, 2, 7]),
     cols=st.sampled_from([61, 64, 257, 997, 1000, 1024, 3001]),
     dtype=st.sampled_from(["bf16", "f16", "f32"]),
-    rblock=st.sampled_from([64, 128, 256, 1024, 4096]),
+    rblock=st.sampled_from([128, 256, 1024, 4096]),
     xblock=st.sampled_from([1, 2, 4]),
     passes=st.sampled_from(PASS_SEQUENCES),
 )

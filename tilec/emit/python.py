@@ -112,17 +112,23 @@ def _tilec_pow(a, b):
     r = tl.where(a < 0.0, tl.where(integral, tl.where(odd, -r, r), float("nan")), r)
     return tl.where(b == 0.0, 1.0, r)
 """,
+    "bf16": """@triton.jit
+def _tilec_bf16(x):
+    # f32 -> bf16 rounding to nearest even, in integer ops: Triton's interpreter truncates otherwise
+    bits = x.to(tl.uint32, bitcast=True)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return tl.where(x != x, x, rounded.to(tl.float32, bitcast=True)).to(tl.bfloat16)
+""",
     "welford": """@triton.jit
 def _tilec_welford(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
     n = n_a + n_b
     frac = tl.where(n == 0.0, 0.0, n_b / tl.where(n == 0.0, 1.0, n))
-    delta = tl.where(mean_a == mean_b, 0.0, mean_b - mean_a)
-    mean = mean_a + delta * frac
-    m2 = m2_a + m2_b + delta * delta * n_a * frac
-    # an infinite mean absorbs a finite one, as a sum would; its m2 is NaN, as torch's variance
-    mean = tl.where((tl.abs(mean_a) == float("inf")) & (tl.abs(mean_b) < float("inf")), mean_a, mean)
-    m2 = tl.where(tl.abs(mean) == float("inf"), float("nan"), m2)
-    return mean, m2, n
+    delta = mean_b - mean_a
+    mean = tl.where(n_a == 0.0, mean_b, tl.where(n_b == 0.0, mean_a, mean_a + delta * frac))
+    m2 = tl.where(n_a == 0.0, m2_b, tl.where(n_b == 0.0, m2_a, m2_a + m2_b + delta * delta * n_a * frac))
+    # an infinite mean (a row holding ±inf) makes both NaN, as Welford's updates give
+    infinite = (tl.abs(mean_a) == float("inf")) | (tl.abs(mean_b) == float("inf"))
+    return tl.where(infinite, float("nan"), mean), tl.where(infinite, float("nan"), m2), n
 """,
 }
 
@@ -183,6 +189,10 @@ class PythonEmitter:
 
     def assign(self, op: Operation, expr: str, depth: int) -> None:
         self.emit(depth, f"{self.n(op.result)} = {expr}", op)
+
+    def downcast(self, expr: str, dt: DType) -> str:
+        """An f32 expression rounded to the narrower float dtype `dt`."""
+        return f"({expr}).to({self.dtype(dt)})"
 
     def literal(self, value: Any, dt: DType) -> str:
         if dt.is_float:
@@ -293,7 +303,7 @@ class PythonEmitter:
         else:
             raise EmitError(f"the {self.target} emitter has no form for '{name}'", op.loc)
         if half and dt == operand_dt:
-            expr = f"({expr}).to({self.dtype(dt)})"
+            expr = self.downcast(expr, dt)
         self.assign(op, expr, depth)
 
     # -- reductions
@@ -422,8 +432,14 @@ def _cast(e: PythonEmitter, o: Operation, d: int) -> None:
     dt = elem_dtype(o.result.type)
     assert dt is not None
     src = e.n(o.operands[0])
-    # tl.cast rather than .to(): a loop index is a plain int in Triton's interpreter
-    e.assign(o, f"{src} != 0" if dt.is_bool else f"{e.L}.cast({src}, {e.dtype(dt)})", d)
+    src_dt = elem_dtype(o.operands[0].type)
+    if dt.is_bool:
+        e.assign(o, f"{src} != 0", d)
+    elif dt.is_float and src_dt is not None and src_dt.is_float and src_dt.bits > dt.bits:
+        e.assign(o, e.downcast(src, dt), d)
+    else:
+        # tl.cast rather than .to(): a loop index is a plain int in Triton's interpreter
+        e.assign(o, f"{e.L}.cast({src}, {e.dtype(dt)})", d)
 
 
 @op("tile.bitcast")

@@ -38,6 +38,12 @@ class TritonEmitter(PythonEmitter):
         require_planned(kernel, "Triton")
         super().__init__(kernel, RESERVED)
 
+    def downcast(self, expr: str, dt: DType) -> str:
+        if dt.name == "bf16":  # Triton's interpreter would truncate; this rounds on both
+            self.helpers.add("bf16")
+            return f"_tilec_bf16({expr})"
+        return super().downcast(expr, dt)
+
     def emit_kernel(self) -> TritonModule:
         k = self.k
         params = []

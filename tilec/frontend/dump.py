@@ -110,8 +110,10 @@ def dump(
     source: bool = False,
     dynamic: bool = False,
     strict: bool = False,
-) -> str:
-    """The text `tilec dump` prints."""
+    emit: str | None = None,
+    check: str | None = None,
+) -> tuple[str, int]:
+    """The text `tilec dump` prints, and how many taken kernels failed to compile (with `check`)."""
     import torch
 
     from tilec.frontend.capture import CaptureError, capture
@@ -129,27 +131,58 @@ def dump(
         f"// {target.path.name}:{target.func_name}, shape {shape_text}, {dtype}, {where}: "
         f"{len(kernels)} Triton kernel{'s' if len(kernels) != 1 else ''}\n"
     )
-    return header + format_kernels(kernels, ir=ir, pipeline=pipeline, source=source)
+    if emit and not pipeline:
+        pipeline = f"{emit}-default"
+        header += f"// -p {pipeline} (the {emit} emitter's default pipeline)\n"
+    text, failures = format_kernels(kernels, ir=ir, pipeline=pipeline, source=source, emit=emit, check=check)
+    return header + text, failures
 
 
-def format_kernels(kernels: Sequence[Any], ir: bool = True, pipeline: str = "", source: bool = False) -> str:
-    """Per captured kernel: Inductor's name, the summary line, then (with `ir`) its tile IR."""
+def format_kernels(
+    kernels: Sequence[Any],
+    ir: bool = True,
+    pipeline: str = "",
+    source: bool = False,
+    emit: str | None = None,
+    check: str | None = None,
+) -> tuple[str, int]:
+    """Per captured kernel: Inductor's name, the summary line, then (with `ir`) its tile IR and
+    (with `emit`) the emitted source; with `check`, the Gluon source's ahead-of-time compile.
+    Returns the text and the number of kernels that failed to compile."""
     from tilec.frontend.result import Lowered
     from tilec.ir import Module, print_module, verify
 
     lines: list[str] = []
+    failures = 0
     for k in kernels:
         lines.append("")
         lines.append(f"// {k.name}")
         lines.append(f"// {k.summary()}")
         if source and k.source:
             lines.extend(f"//   {line}" if line else "//" for line in k.source.strip("\n").splitlines())
-        if ir and isinstance(k.result, Lowered):
-            module = Module([k.result.kernel])
-            verify(module)
-            if pipeline:
-                from tilec.passes import run_pipeline
+        if not isinstance(k.result, Lowered) or not (ir or emit):
+            continue
+        module = Module([k.result.kernel])
+        verify(module)
+        if pipeline:
+            from tilec.passes import run_pipeline
 
-                run_pipeline(module, pipeline)
+            run_pipeline(module, pipeline)
+        if ir:
             lines.append(print_module(module).rstrip("\n"))
-    return "\n".join(lines) + "\n"
+        if emit == "triton":
+            from tilec.emit.triton import emit_triton
+
+            lines.append(emit_triton(module).source.rstrip("\n"))
+        elif emit == "gluon":
+            from tilec.emit.gluon import emit_gluon
+
+            emitted = emit_gluon(module)
+            lines.append(emitted.source.rstrip("\n"))
+            if check:
+                from tilec.emit.check import check_compile
+
+                report = check_compile(emitted, check)
+                lines.append(f"# {k.name}: {report.summary()}")
+                failures += 0 if report.ok else 1
+    return "\n".join(lines) + "\n", failures

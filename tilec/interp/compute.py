@@ -283,7 +283,10 @@ def _welford(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
     mean = torch.where(n > 0, xd.sum(axis) / n.clamp(min=1), torch.zeros_like(n))
     dev = torch.where(mask, xd - mean.unsqueeze(axis), torch.zeros_like(xd))
     m2 = (dev * dev).sum(axis)
-    return [mean.float(), m2.float(), n.float()]
+    # a row holding ±inf has no finite mean or spread: NaN for both, as Welford's updates give
+    infinite = (torch.isinf(xd) & mask).any(axis)
+    nan = torch.full_like(mean, math.nan)
+    return [torch.where(infinite, nan, mean).float(), torch.where(infinite, nan, m2).float(), n.float()]
 
 
 @impl("tile.welford_combine")
@@ -291,13 +294,15 @@ def _welford_combine(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
     ma, m2a, na, mb, m2b, nb = (a.double() for a in args)
     n = na + nb
     frac = torch.where(n > 0, nb / torch.where(n > 0, n, torch.ones_like(n)), torch.zeros_like(n))
-    delta = torch.where(ma == mb, torch.zeros_like(ma), mb - ma)
+    delta = mb - ma
     mean = ma + delta * frac
     m2 = m2a + m2b + delta * delta * na * frac
-    # an infinite mean absorbs a finite one, as a sum would; its m2 is NaN, as torch's variance
-    mean = torch.where(torch.isinf(ma) & torch.isfinite(mb), ma, mean)
-    m2 = torch.where(torch.isinf(mean), torch.full_like(m2, math.nan), m2)
-    return [mean.float(), m2.float(), n.float()]
+    # a side with no elements contributes nothing; an infinite mean makes both NaN
+    mean = torch.where(na == 0, mb, torch.where(nb == 0, ma, mean))
+    m2 = torch.where(na == 0, m2b, torch.where(nb == 0, m2a, m2))
+    infinite = torch.isinf(ma) | torch.isinf(mb)
+    nan = torch.full_like(mean, math.nan)
+    return [torch.where(infinite, nan, mean).float(), torch.where(infinite, nan, m2).float(), n.float()]
 
 
 @impl("tile.softmax_reduce")
