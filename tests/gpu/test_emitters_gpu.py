@@ -30,7 +30,7 @@ def hopper() -> bool:
 
 
 @settings(
-    max_examples=60, deadline=None, phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck)
+    max_examples=30, deadline=None, phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck)
 )
 @given(
     name=st.sampled_from(sorted(OUTPUTS)),

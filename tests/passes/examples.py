@@ -78,7 +78,10 @@ class Example:
         outputs: dict[str, torch.Tensor] = {}
         for a in self.lowered.args:
             if a.buffer.startswith("arg"):  # graph input i is Inductor's arg{i}_1
-                args.append(self.inputs[int(a.buffer[3:].split("_")[0])].to(device))
+                x = self.inputs[int(a.buffer[3:].split("_")[0])]
+                # with its strides: the kernel was compiled for them (`.to` makes a strided view dense)
+                moved = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=device)
+                args.append(moved.copy_(x))
                 continue
             assert a.shape is not None and a.strides is not None
             buf = torch.empty_strided(a.shape, a.strides, dtype=TORCH_DTYPES[a.dtype], device=device)

@@ -60,6 +60,11 @@ def check_compile(module: GluonModule, arch: str = "sm_90", timeout: float = 600
             arch, False, error=f"the compiler process died (status {r.returncode}): {reason}", detail=r.stderr[-4000:]
         )
     data: dict[str, Any] = json.loads(lines[-1])
+    if not data.get("ok"):
+        # the compiler's own diagnostic ("<file>:<line>:<col>: error: ...") says more than the exception
+        diag = next((t for t in r.stderr.splitlines() if ": error: " in t), "")
+        if diag:
+            data["error"] = f"{data.get('error', '')}: {diag.split(': error: ', 1)[1]}"
     return CompileReport(
         arch=arch,
         ok=bool(data.get("ok")),

@@ -237,10 +237,17 @@ class SharedMemory:
                 op,
             )
         for q, r in b.r_epoch.items():
-            if q == agent.id:
-                continue
             need = int(r[idx].max())
             if need == 0:
+                continue
+            if q == agent.id:
+                # program order covers the generic proxy; the TMA engine needs the reads fenced
+                if asynchronous and agent.fence_epoch < need:
+                    raise RaceError(
+                        f"TMA-writes {view.label} after this program read it without 'tile.fence_async_shared' "
+                        "between the read and the copy",
+                        op,
+                    )
                 continue
             if agent.clock.get(q, 0) < need:
                 raise RaceError(

@@ -9,6 +9,9 @@ Runs after parsing and between passes. Rules:
 - layouts: a kernel is logical (no tile has a layout) or planned (every tile has one), and a
   tile's layout spans the warps of the partition it lives in;
 - mbarriers are initialized before any other use;
+- ring indices: a slot or barrier index that is a constant, `x % c` or `x & c` stays below the
+  number of slots or barriers; a wait's parity that is a constant, `x & c`, `x % c` or an xor of
+  such stays 0 or 1 (other forms are left to the interpreter);
 - shared memory (buffers and barriers) fits the per-CTA budget.
 """
 
@@ -18,7 +21,7 @@ import keyword
 import re
 from typing import Any
 
-from tilec.ir.core import Block, BlockArg, Kernel, Module, Operation, Value
+from tilec.ir.core import Block, BlockArg, Kernel, Module, Operation, OpResult, Value
 from tilec.ir.dtypes import DType, Type
 from tilec.ir.errors import TilecError, VerifyError
 from tilec.ir.expr import Expr, IntExpr, evaluate, free_symbols
@@ -28,7 +31,9 @@ from tilec.ir.ops import (
     MBarrierAllocOp,
     MBarrierInitOp,
     MBarrierOp,
+    MBarrierWaitOp,
     SmemAllocOp,
+    SmemIndexOp,
     TmaLoadOp,
     WarpSpecializeOp,
     YieldOp,
@@ -66,6 +71,7 @@ class _KernelVerifier:
         self.signature()
         self.block(self.k.body, set(), warps=self.k.launch.num_warps, top=True)
         self.mbarriers()
+        self.ring_indices()
         self.shared_memory()
 
     # -- signature
@@ -212,6 +218,27 @@ class _KernelVerifier:
                 if id(_root(bars)) not in initialized:
                     raise self.fail(f"mbarrier {_vname(bars)} is used before 'tile.mbarrier_init'", op)
 
+    # -- ring indices and parities
+
+    def ring_indices(self) -> None:
+        for op in self.k.walk():
+            checks: list[tuple[Value, int, str]] = []
+            if isinstance(op, SmemIndexOp):
+                t = op.operands[0].type
+                if isinstance(t, SharedBufferType) and t.slots is not None:
+                    checks.append((op.operands[1], t.slots, "slots"))
+            elif isinstance(op, (MBarrierOp, TmaLoadOp)):
+                bars = op.operands[0] if isinstance(op, MBarrierOp) else _tma_barrier(op)
+                index = op.operands[1] if isinstance(op, MBarrierOp) else op.operands[op.operands.index(bars) + 1]
+                if isinstance(bars.type, MBarrierType):
+                    checks.append((index, bars.type.count, "barriers"))
+            for v, n, what in checks:
+                top = _index_bound(v)
+                if top is not None and top > n:
+                    raise self.fail(f"index {_vname(v)} can reach {top - 1}, but there are {n} {what}", op)
+            if isinstance(op, MBarrierWaitOp) and _parity(op.operands[2]) is False:
+                raise self.fail(f"parity {_vname(op.operands[2])} is not always 0 or 1", op)
+
     # -- shared memory
 
     def shared_memory(self) -> None:
@@ -229,6 +256,46 @@ class _KernelVerifier:
                 total += MBARRIER_BYTES * t.count
         if total > self.smem_budget:
             raise self.fail(f"uses {total} bytes of shared memory; the budget is {self.smem_budget} per CTA")
+
+
+def _const(v: Value) -> Any:
+    op = v.op if isinstance(v, OpResult) else None
+    if op is not None and op.name == "tile.constant" and isinstance(op.attr("value"), int):
+        return op.attr("value")
+    return None
+
+
+def _index_bound(v: Value) -> int | None:
+    """An exclusive upper bound on a slot index of an obvious form (None: not obvious)."""
+    c = _const(v)
+    if c is not None:
+        return c + 1
+    op = v.op if isinstance(v, OpResult) else None
+    if op is not None and op.name in ("tile.rem", "tile.and"):
+        m = _const(op.operands[1])
+        if isinstance(m, int) and m > 0:
+            return m if op.name == "tile.rem" else m + 1
+    return None
+
+
+def _parity(v: Value) -> bool | None:
+    """Whether a parity of an obvious form is always 0 or 1 (None: not obvious)."""
+    c = _const(v)
+    if c is not None:
+        return c in (0, 1)
+    op = v.op if isinstance(v, OpResult) else None
+    if op is None:
+        return None
+    if op.name in ("tile.and", "tile.rem"):
+        m = _const(op.operands[1])
+        if isinstance(m, int):
+            return m in (0, 1) if op.name == "tile.and" else m in (1, 2)
+    if op.name == "tile.xor":
+        sides = [_parity(o) for o in op.operands]
+        if False in sides:
+            return False
+        return True if sides == [True, True] else None
+    return None
 
 
 def _vname(v: Value) -> str:

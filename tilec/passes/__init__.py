@@ -1,6 +1,19 @@
 """IR → IR passes, their registry and named pipelines."""
 
-from tilec.passes import canonicalize, cse, dce, fp32_at_use, peel, pipelines, plan, reuse, specialize  # noqa: F401  (register the passes)
+from tilec.passes import (  # noqa: F401  (register the passes)
+    canonicalize,
+    cse,
+    dce,
+    fp32_at_use,
+    peel,
+    persistent,
+    pipeline,
+    pipelines,
+    plan,
+    reuse,
+    specialize,
+    warp_specialize,
+)
 from tilec.passes.base import PASSES, Pass, PipelineError, register
 from tilec.passes.manager import NAMED_PIPELINES, PassManager, parse_pipeline, run_pipeline
 

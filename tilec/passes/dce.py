@@ -43,13 +43,13 @@ def _dead_carry_slice(loop: ForOp, i: int, uses: dict[int, int]) -> list[Operati
             return None
         chain.append(op)
         tainted.update(id(r) for r in op.results)
-    # values of the chain may be used only inside the chain and by yield slot i
-    for op in chain:
-        for r in op.results:
-            internal = sum(1 for o in chain for v in o.operands if v is r)
-            own_yield = 1 if term.operands[i] is r else 0
-            if uses.get(id(r), 0) != internal + own_yield:
-                return None
+    # the carried value and the chain's values may be used only inside the chain (directly, not
+    # from a nested region) and by yield slot i
+    for r in [loop.iter_args[i], *(r for op in chain for r in op.results)]:
+        internal = sum(1 for o in chain for v in o.operands if v is r)
+        own_yield = 1 if term.operands[i] is r else 0
+        if uses.get(id(r), 0) != internal + own_yield:
+            return None
     for j, v in enumerate(term.operands):
         if j != i and id(v) in tainted:
             return None

@@ -9,13 +9,21 @@ from __future__ import annotations
 from tilec.passes.manager import NAMED_PIPELINES
 
 GLUON_DEFAULT = [
-    "plan",  # concrete block sizes, warps and layouts first: every later pass works on real shapes
+    # concrete block sizes, warps and layouts first: every later pass works on real shapes; a row
+    # block's rows fit in shared memory (128 KiB), so reuse can cache them
+    "plan{row_block_bytes=131072}",
     "canonicalize",  # loops of one chunk inline, masks the plan made trivial fold
     "peel",  # a partial last chunk: a full-chunk main loop and a masked tail
     "canonicalize",  # the main loop's masks fold; the tail inlines
     "cse",  # equal index math and masks merge, so equal loads look equal
     "reuse{cache=auto}",  # each input row read from HBM once: TMA into shared memory, every phase reads it
     "cse",  # the constants reuse created merge
+    # the cache's copies become a ring with all chunks resident. Not `persistent` nor
+    # `warp-specialize`: on the H100 one program per row block, several per SM, measured faster
+    # (bench/results/2026-11-22-variants.md); both stay available by writing the passes out
+    "pipeline",
+    "canonicalize",  # the index math the pass wrote folds
+    "cse",  # and merges
     "fp32-at-use",  # after the last CSE (it would merge the copies): casts at each use, caches stay narrow
     "dce",  # what the rewrites left unused goes
 ]

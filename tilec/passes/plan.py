@@ -66,6 +66,16 @@ def narrowest_load_bytes(kernel: Kernel) -> int:
     return min(sizes) if sizes else 4
 
 
+def widest_row_load_bytes(kernel: Kernel) -> int:
+    """The element size of the widest 2-D tile loaded from global memory (a row's bytes per element)."""
+    sizes = [
+        op.result.type.dtype.bytes
+        for op in kernel.walk()
+        if isinstance(op, LoadOp) and isinstance(op.result.type, TileType) and op.result.type.rank == 2
+    ]
+    return max(sizes, default=4)
+
+
 def largest_2d_tile(kernel: Kernel) -> tuple[int, int] | None:
     """The largest [rows, cols] among the kernel's 2-D tiles (the shape the parent layout covers)."""
     best: tuple[int, int] | None = None
@@ -92,6 +102,7 @@ class Plan(Pass):
     chunk: int = 2048
     target_elems: int = 4096
     elems_per_thread: int = 16
+    row_block_bytes: int = 0  # > 0: at most this many bytes of a row block's input rows (a shared-memory cache)
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
@@ -117,6 +128,9 @@ class Plan(Pass):
                 xb = max(1, self.target_elems // rb) if "RBLOCK" in cx else 1024
                 if xnumel is not None:
                     xb = min(xb, next_pow2(xnumel))
+                if self.row_block_bytes and rnumel is not None:
+                    row = rnumel * widest_row_load_bytes(kernel)
+                    xb = min(xb, max(1, _pow2_floor(self.row_block_bytes // row)))
                 values["XBLOCK"] = min(xb, 64) if "RBLOCK" in cx else xb
         for name, v in values.items():
             if v < 1 or v & (v - 1):

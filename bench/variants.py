@@ -1,0 +1,164 @@
+"""Times the forms of one tilec kernel against each other: the kernel Inductor schedules for an op
+and shape, run through several pass pipelines, each emitted, checked against eager and timed
+(do_bench median, L2 flushed), with a same-size copy as the ceiling. Tuning data for the plan
+chooser; no torch.compile in the timed path.
+
+    python bench/variants.py [--ops rmsnorm,softmax] [--shapes 8192x4096,...] [--variants NAME,...] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench import FUNCTIONS, bench_ms, copy_ms, make_inputs, model_bytes, parse_shapes
+
+CACHED = "canonicalize,peel,canonicalize,cse,reuse{cache=smem},cse"
+TAIL = "canonicalize,cse,fp32-at-use,dce"
+ROWS = "row_block_bytes=131072"
+VARIANTS = {
+    "gluon-default": "gluon-default",
+    "cache-only": f"plan{{{ROWS}}},{CACHED},fp32-at-use,dce",
+    "resident": f"plan{{{ROWS}}},{CACHED},pipeline,{TAIL}",
+    "persistent": f"plan{{{ROWS}}},{CACHED},persistent,pipeline,{TAIL}",
+    "persistent-ws4": f"plan{{{ROWS},num_warps=4}},{CACHED},persistent,pipeline,warp-specialize,{TAIL}",
+    "persistent-ws8": f"plan{{{ROWS},num_warps=8}},{CACHED},persistent,pipeline,warp-specialize,{TAIL}",
+    "resident-ws4": f"plan{{{ROWS},num_warps=4}},{CACHED},pipeline,warp-specialize,{TAIL}",
+    "ring3": f"plan{{{ROWS}}},{CACHED},pipeline{{stages=3}},{TAIL}",
+    "triton-default": "triton-default",
+}
+
+
+def arguments(lowered: Any, inputs: list[Any]) -> tuple[list[Any], dict[str, Any]]:
+    import torch
+
+    from tilec.frontend.dtypes import to_torch
+    from tilec.ir.dtypes import DType
+
+    args: list[Any] = []
+    outs: dict[str, Any] = {}
+    for a in lowered.args:
+        if a.buffer.startswith("arg"):
+            args.append(inputs[int(a.buffer[3:].split("_")[0])])
+            continue
+        buf = torch.empty_strided(a.shape, a.strides, dtype=to_torch(DType(a.dtype)), device="cuda")
+        outs[a.param] = buf
+        args.append(buf)
+    return args, outs
+
+
+def run(ops: list[str], shapes: list[tuple[int, int]], variants: list[str], out: Path) -> None:
+    import torch
+
+    from tilec.emit.gluon import emit_gluon
+    from tilec.emit.triton import emit_triton
+    from tilec.frontend.capture import capture
+    from tilec.frontend.result import Lowered
+    from tilec.ir import parse, print_kernel
+    from tilec.passes import run_pipeline
+    from tilec.runtime import load_source
+    from tilec.testing import assert_close
+
+    out.mkdir(parents=True, exist_ok=True)
+    log = (out / "variants.log").open("w")
+    jl = (out / "variants.jsonl").open("w")
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        log.write(line + "\n")
+        log.flush()
+
+    say(f"{torch.cuda.get_device_name()} torch {torch.__version__}")
+    for op in ops:
+        for m, n in shapes:
+            torch.manual_seed(0)
+            inputs = make_inputs(op, m, n, torch.bfloat16)
+            ref = FUNCTIONS[op](*[t.float() for t in inputs]).to(torch.bfloat16)
+            kernels = capture(FUNCTIONS[op], inputs)
+            if len(kernels) != 1 or not isinstance(kernels[0].result, Lowered):
+                say(f"{op} {m}x{n}: {len(kernels)} kernels, first: {kernels[0].summary() if kernels else '-'}")
+                continue
+            lowered = kernels[0].result
+            text = print_kernel(lowered.kernel)
+            out_param = next(a.param for a in lowered.args if a.access == "write")
+            ceiling = copy_ms(m, n, torch.bfloat16)
+            nbytes = model_bytes(op, m, n, 2)
+            copy_gbps = 2 * m * n * 2 / ceiling / 1e6
+            say(f"{op} {m}x{n}: copy {copy_gbps:.0f} GB/s")
+            for name in variants:
+                rec: dict[str, Any] = {"op": op, "m": m, "n": n, "variant": name}
+                try:
+                    module = parse(text)
+                    run_pipeline(module, VARIANTS[name])
+                    k = module.kernels[0]
+                    src = emit_triton(k).source if name.startswith("triton") else emit_gluon(k).source
+                    t0 = time.perf_counter()
+                    mod = load_source(src)
+                    args, outs = arguments(lowered, inputs)
+                    mod.launch(*args)
+                    torch.cuda.synchronize()
+                    rec["compile_s"] = round(time.perf_counter() - t0, 2)
+                    assert_close(outs[out_param].reshape(ref.shape), ref, torch.bfloat16, what=name)
+                    ms = bench_ms(lambda mod=mod, args=args: mod.launch(*args))
+                    gbps = nbytes / ms / 1e6
+                    rec.update(
+                        ms=ms, gbps=gbps, pct=100 * gbps / copy_gbps, warps=k.launch.num_warps, cx=dict(k.constexprs)
+                    )
+                    say(
+                        f"  {name:16s} {gbps:6.0f} GB/s {100 * gbps / copy_gbps:5.1f}%  warps={k.launch.num_warps} {dict(k.constexprs)}"
+                    )
+                except Exception as e:
+                    rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+                    say(f"  {name:16s} FAILED {rec['error']}")
+                    say(traceback.format_exc(limit=3))
+                jl.write(json.dumps(rec) + "\n")
+                jl.flush()
+            # the stock kernel through torch.compile, for reference
+            try:
+                import tilec
+
+                with tilec.config.patch(enabled=False):
+                    torch.compiler.reset()
+                    f = torch.compile(FUNCTIONS[op], dynamic=False)
+                    f(*inputs)
+                ms = bench_ms(lambda f=f, inputs=inputs: f(*inputs))
+                gbps = nbytes / ms / 1e6
+                say(f"  {'inductor':16s} {gbps:6.0f} GB/s {100 * gbps / copy_gbps:5.1f}%")
+                jl.write(
+                    json.dumps(
+                        {
+                            "op": op,
+                            "m": m,
+                            "n": n,
+                            "variant": "inductor",
+                            "ms": ms,
+                            "gbps": gbps,
+                            "pct": 100 * gbps / copy_gbps,
+                        }
+                    )
+                    + "\n"
+                )
+            except Exception as e:
+                say(f"  inductor FAILED {e}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bench/variants.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--ops", default="rmsnorm,layernorm,softmax")
+    p.add_argument("--shapes", type=parse_shapes, default=parse_shapes("32768x512,8192x4096,4096x16384,8192x65536"))
+    p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--out", default="bench-out")
+    a = p.parse_args(argv)
+    run(a.ops.split(","), a.shapes, a.variants.split(","), Path(a.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

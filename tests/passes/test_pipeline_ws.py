@@ -1,0 +1,266 @@
+"""pipeline, persistent and warp-specialize: under the interpreter (which checks every barrier
+phase, TMA transaction and shared-memory access for races) the kernels they make never deadlock or
+race and write the same bits as the kernel before them; hand-broken variants are caught."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from test_reuse_peel_fp32 import same_bits
+
+from examples import Example, example
+from tilec import interp
+from tilec.interp.errors import InterpError
+from tilec.ir import Kernel, parse, print_kernel, verify
+from tilec.ir.builder import Builder
+from tilec.ir.core import defining_op
+from tilec.ir.errors import VerifyError
+from tilec.ir.ops import MBarrierArriveOp, MBarrierWaitOp, SmemLoadOp, TmaLoadOp, WarpSpecializeOp
+from tilec.passes import run_pipeline
+
+CACHED = "canonicalize,peel,canonicalize,cse,reuse{cache=smem},cse"
+
+
+def pipeline_text(xblock: int, rblock: int, stages: int, persistent: bool, specialized: bool) -> str:
+    parts = [f"plan{{xblock={xblock},rblock={rblock},num_warps=4}}", CACHED]
+    if persistent:
+        parts.append("persistent")
+    parts.append(f"pipeline{{stages={stages}}}")
+    if specialized:
+        parts.append("warp-specialize")
+    parts.append("canonicalize,cse,fp32-at-use,dce")
+    return ",".join(parts)
+
+
+def run(ex: Example, kernel: Kernel, num_sms: int = 132, seed: int = 0) -> dict:
+    args, outputs = ex.arguments()
+    interp.run(kernel, *args, num_sms=num_sms, seed=seed)
+    return outputs
+
+
+def has(kernel: Kernel, cls: type) -> bool:
+    return any(isinstance(op, cls) for op in kernel.walk())
+
+
+@settings(
+    max_examples=30, deadline=None, phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck)
+)
+@given(
+    name=st.sampled_from(["rmsnorm", "layernorm", "softmax"]),
+    shape=st.sampled_from([(1, 512), (3, 1000), (8, 2048), (33, 1024), (5, 3001), (4, 4104)]),
+    stages=st.integers(1, 4),
+    rblock=st.sampled_from([64, 256, 1024]),
+    xblock=st.sampled_from([1, 2]),
+    persistent=st.booleans(),
+    specialized=st.booleans(),
+    num_sms=st.integers(1, 4),
+    seed=st.integers(0, 2**16),
+)
+def test_pipelined_kernels_equal_the_unpipelined_kernel(
+    name: str,
+    shape: tuple[int, int],
+    stages: int,
+    rblock: int,
+    xblock: int,
+    persistent: bool,
+    specialized: bool,
+    num_sms: int,
+    seed: int,
+) -> None:
+    ex = example(name, *shape)
+    before = ex.kernel(f"plan{{xblock={xblock},rblock={rblock},num_warps=4}},{CACHED},fp32-at-use,dce")
+    kernel = ex.kernel(pipeline_text(xblock, rblock, stages, persistent, specialized))
+    tma = has(before, TmaLoadOp)
+    assert has(kernel, WarpSpecializeOp) == (specialized and tma)
+    got = run(ex, kernel, num_sms, seed)
+    assert same_bits(run(ex, before), got), print_kernel(kernel)
+    ex.check(got, pipeline_text(xblock, rblock, stages, persistent, specialized))
+
+
+@pytest.mark.parametrize("name", ["rmsnorm", "layernorm", "softmax"])
+def test_every_combination_on_one_shape(name: str) -> None:
+    """The fixed corners: each stage count against the 4 chunks of a row, each pass on and off."""
+    ex = example(name, 6, 1024)
+    want = run(ex, ex.kernel(f"plan{{xblock=1,rblock=256,num_warps=4}},{CACHED},dce"))
+    for stages in (1, 2, 3, 4, 5, 8, 0):  # 0: chosen (under persistent, several row blocks)
+        for persistent in (False, True):
+            for specialized in (False, True):
+                kernel = ex.kernel(pipeline_text(1, 256, stages, persistent, specialized))
+                assert has(kernel, WarpSpecializeOp) == specialized
+                assert same_bits(want, run(ex, kernel, num_sms=4, seed=stages)), (stages, persistent, specialized)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the passes make
+
+
+def test_ring_smaller_than_a_row_streams_every_phase() -> None:
+    """4 chunks through 2 slots: both phases read through the ring, 8 items per row block."""
+    k = example("rmsnorm", 6, 1024).kernel(pipeline_text(1, 256, 2, False, False))
+    text = print_kernel(k)
+    assert "smem<[1, 256], bf16, #shared, slots = 2>" in text
+    assert "%items = tile.constant {value = 8}" in text
+    waits = [op for op in k.walk() if isinstance(op, MBarrierWaitOp)]
+    assert len(waits) == 2  # one per phase, each in its loop
+
+
+def test_resident_ring_waits_once_and_refills_after_the_last_phase() -> None:
+    k = example("rmsnorm", 6, 1024).kernel(pipeline_text(1, 256, 4, True, False))
+    text = print_kernel(k)
+    assert "slots = 4>" in text and "persistent = true" in text
+    assert len([op for op in k.walk() if isinstance(op, MBarrierWaitOp)]) == 1  # phase 2 reads without waiting
+    loads = [op for op in k.walk() if isinstance(op, SmemLoadOp)]
+    copies = [op for op in k.walk() if isinstance(op, TmaLoadOp)]
+    assert len(loads) == 2 and len(copies) == 5  # 4 in the prologue, 1 refill after the last read
+
+
+def test_warp_specialized_kernel_shape() -> None:
+    k = example("softmax", 6, 1024).kernel(pipeline_text(1, 256, 3, True, True))
+    (ws,) = [op for op in k.walk() if isinstance(op, WarpSpecializeOp)]
+    assert ws.attr("worker_warps") == [1] and ws.attr("worker_regs") == [24]
+    consumer, producer = ws.regions
+    assert not has_in(consumer, TmaLoadOp) and has_in(consumer, MBarrierArriveOp)
+    assert has_in(producer, TmaLoadOp) and not has_in(producer, SmemLoadOp)
+    assert "tile.cta_barrier" not in print_kernel(k)
+
+
+def has_in(block, cls: type) -> bool:  # type: ignore[no-untyped-def]
+    return any(isinstance(op, cls) for op in block.walk())
+
+
+def test_warp_specialize_leaves_kernels_it_cannot_split() -> None:
+    ex = example("rmsnorm", 6, 1024)
+    # not pipelined: the copies are not a ring
+    k = ex.kernel(f"plan{{xblock=1,rblock=256,num_warps=4}},{CACHED},warp-specialize")
+    assert not has(k, WarpSpecializeOp)
+    # one warp: Gluon specializes whole warp groups
+    k = ex.kernel(f"plan{{xblock=1,rblock=256,num_warps=1}},{CACHED},pipeline{{stages=2}},warp-specialize")
+    assert not has(k, WarpSpecializeOp)
+
+
+def test_bad_options_are_errors() -> None:
+    ex = example("rmsnorm", 6, 1024)
+    with pytest.raises(ValueError, match="stages"):
+        ex.kernel("plan,pipeline{stages=-1}")
+    with pytest.raises(ValueError, match="producer_regs"):
+        ex.kernel("plan,warp-specialize{producer_regs=20}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Broken variants: each must be caught
+
+
+def _kernel(specialized: bool, persistent: bool = False, stages: int = 2) -> tuple[Example, Kernel]:
+    ex = example("rmsnorm", 6, 1024)
+    return ex, ex.kernel(pipeline_text(1, 256, stages, persistent, specialized))
+
+
+def _flip_parity(k: Kernel) -> None:
+    """Off by one phase: the consumer waits on the other parity (a fresh barrier passes it)."""
+    wait = next(op for op in k.walk() if isinstance(op, MBarrierWaitOp) and "ready" in (op.operands[0].name_hint or ""))
+    b = Builder.before(wait)
+    wait.operands[2] = b.op("tile.xor", wait.operands[2], b.constant(1, wait.operands[2].type))  # type: ignore[arg-type]
+
+
+def _release_early(k: Kernel) -> None:
+    """The consumer hands a slot back before reading it."""
+    arrive = next(op for op in k.walk() if isinstance(op, MBarrierArriveOp))
+    block = arrive.parent
+    assert block is not None
+    load = next(op for op in block.ops if isinstance(op, SmemLoadOp))
+    slot = arrive.operands[1]
+    arrive.erase()
+    block.insert_before(load, arrive)
+    # its slot index is computed after the load: move that math too
+    d = defining_op(slot)
+    assert d is not None
+    for op in [defining_op(v) for v in d.operands if defining_op(v) is not None and defining_op(v).parent is block] + [
+        d
+    ]:  # type: ignore[union-attr]
+        if op is not None and block.ops.index(op) > block.ops.index(arrive):
+            op.erase()
+            block.insert_before(arrive, op)
+
+
+def _producer_ahead(k: Kernel) -> None:
+    """The producer waits for the slot of the next item instead of its own."""
+    ws = next(op for op in k.walk() if isinstance(op, WarpSpecializeOp))
+    producer = ws.regions[1]
+    wait = next(op for op in producer.walk() if isinstance(op, MBarrierWaitOp))
+    slot_op = defining_op(wait.operands[1])
+    assert slot_op is not None
+    g = slot_op.operands[0]
+    b = Builder.before(slot_op)
+    ahead = b.op("tile.add", g, b.constant(1, g.type))  # type: ignore[arg-type]
+    slot_op.operands[0] = ahead
+    round_op = defining_op(defining_op(defining_op(wait.operands[2]).operands[0]).operands[0])  # type: ignore[union-attr]
+    assert round_op is not None and round_op.name == "tile.div"
+    round_op.operands[0] = ahead
+
+
+def _skip_fence(k: Kernel) -> None:
+    """The consumer releases a slot without ordering its reads before the next TMA write."""
+    for op in list(k.walk()):
+        if op.name == "tile.fence_async_shared":
+            op.erase()
+
+
+BROKEN: list[tuple[str, bool, Callable[[Kernel], None]]] = [
+    ("off-by-one parity (pipelined)", False, _flip_parity),
+    ("off-by-one parity (specialized)", True, _flip_parity),
+    ("release before the last read", True, _release_early),
+    ("producer one item ahead of the ring", True, _producer_ahead),
+    ("no fence before the release", True, _skip_fence),
+    ("no fence before the refill", False, _skip_fence),
+]
+
+
+@pytest.mark.parametrize("what,specialized,breaks", BROKEN, ids=[b[0] for b in BROKEN])
+def test_broken_variants_are_caught(what: str, specialized: bool, breaks: Callable[[Kernel], None]) -> None:
+    ex, k = _kernel(specialized)
+    breaks(k)
+    k = parse(print_kernel(k)).kernels[0]  # still valid IR: only the interpreter can tell
+    with pytest.raises(InterpError):
+        for seed in range(4):
+            run(ex, k, num_sms=2, seed=seed)
+
+
+# ---------------------------------------------------------------------------------------------
+# The verifier's static checks on rings
+
+RING = """
+#shared = #nvmma_shared<swizzle_byte_width = 0, element_bitwidth = 32, rank = 2>
+tile.kernel @k(%x: ptr<f32>, %d: tensordesc<[1, 64], f32, #shared> {{source = "x", shape = [8, 64], strides = [64, 1]}}) attributes {{grid = [8], num_warps = 4}} {{
+  %c0 = tile.constant {{value = 0}} : i32
+  %c1 = tile.constant {{value = 1}} : i32
+  %m = tile.constant {{value = {modulus}}} : i32
+  %p = tile.constant {{value = {pmask}}} : i32
+  %pid = tile.program_id : i32
+  %buf = tile.smem_alloc : smem<[1, 64], f32, #shared, slots = 3>
+  %bar = tile.mbarrier_alloc : mbarrier<3>
+  tile.mbarrier_init %bar, %c0
+  %slot = tile.rem %pid, %m : i32
+  %par = tile.and %pid, %p : i32
+  %view = tile.smem_index %buf, %slot : smem<[1, 64], f32, #shared>
+  tile.mbarrier_wait %bar, %c0, %par
+}}
+"""
+
+
+def test_verifier_checks_slot_indices_and_parities() -> None:
+    verify(parse(RING.format(modulus=3, pmask=1)))
+    with pytest.raises(VerifyError, match="can reach 3, but there are 3 slots"):
+        verify(parse(RING.format(modulus=4, pmask=1)))
+    with pytest.raises(VerifyError, match="is not always 0 or 1"):
+        verify(parse(RING.format(modulus=3, pmask=3)))
+
+
+def test_pass_output_verifies_between_passes() -> None:
+    """Every pass's output is verified (the manager does it between passes); a ring from the pass
+    passes the static checks."""
+    ex = example("layernorm", 6, 1024)
+    module = parse(ex.kernel_text)
+    run_pipeline(module, pipeline_text(1, 256, 3, True, True), verify_each=True)
