@@ -264,3 +264,29 @@ def test_pass_output_verifies_between_passes() -> None:
     ex = example("layernorm", 6, 1024)
     module = parse(ex.kernel_text)
     run_pipeline(module, pipeline_text(1, 256, 3, True, True), verify_each=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Every form compiles for Hopper and Blackwell (ahead of time, no GPU)
+
+FORMS = {
+    "resident": (0, False, False),
+    "ring": (2, False, False),
+    "persistent-ring": (3, True, False),
+    "persistent-resident-specialized": (0, True, True),
+    "ring-specialized": (2, False, True),
+}
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_100"])
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_every_form_compiles(form: str, arch: str) -> None:
+    from tilec.emit.check import check_compile
+    from tilec.emit.gluon import emit_gluon
+
+    stages, persistent, specialized = FORMS[form]
+    name = "layernorm" if specialized else "softmax"
+    k = example(name, 6, 1000).kernel(pipeline_text(1, 256, stages, persistent, specialized))
+    assert has(k, WarpSpecializeOp) == specialized
+    report = check_compile(emit_gluon(k), arch)
+    assert report.ok, report.summary() + "\n" + report.detail
