@@ -2,7 +2,7 @@
 
     tilec opt FILE.tile [-p PIPELINE] [--print-ir-after-all] [--no-verify] [-o OUT]
     tilec dump [--ir] PATH.py[:FUNC] [--shape 4096,8192] [--dtype bf16] [-p PIPELINE] [--device cuda|cpu]
-    tilec demo
+    tilec demo                       # also: torch.compile(backend="tilec") on examples/, checked against eager
 
 User errors (bad input, unknown passes, verifier failures) print one located message and exit
 with status 2; no traceback unless --traceback. Nothing is written to -o on failure.
@@ -127,7 +127,7 @@ def cmd_dump(args: argparse.Namespace) -> int:
             shape=parse_shape(args.shape),
             dtype=args.dtype,
             device=args.device,
-            ir=args.ir,
+            ir=args.ir or (bool(args.pipeline) and not args.emit),  # -p alone: show what it made
             pipeline=args.pipeline,
             source=args.source,
             dynamic=args.dynamic,
@@ -157,6 +157,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Runs bench/bench.py of the source checkout (the suite is not part of the installed package)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "bench.py"
+    if not path.is_file():
+        raise UsageError(f"tilec bench runs from a source checkout: {path} is missing")
+    spec = importlib.util.spec_from_file_location("tilec_bench_suite", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return int(module.main(args.args))
+
+
 # Entry point
 
 
@@ -195,7 +210,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     dump = sub.add_parser("dump", help="show the kernels Inductor builds for a PyTorch function, as tile IR")
     dump.add_argument("target", metavar="PATH.py[:FUNC]", help="the file and function to trace (FUNC: forward)")
-    dump.add_argument("--ir", action="store_true", help="print each kernel's tile IR (logical form)")
+    dump.add_argument(
+        "--ir",
+        action="store_true",
+        help="print each kernel's tile IR (logical form; after -p, its result: -p alone implies --ir)",
+    )
     dump.add_argument("--shape", default="4096,8192", help="input shape, passed to example_inputs (default 4096,8192)")
     dump.add_argument("--dtype", default="bf16", help="bf16, fp16 or fp32 (default bf16)")
     dump.add_argument("-p", "--pipeline", default="", help="passes to run on each kernel before printing")
@@ -213,15 +232,29 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     dump.set_defaults(func=cmd_dump)
 
-    demo = sub.add_parser("demo", help="show tilec on a built-in RMSNorm kernel")
+    demo = sub.add_parser(
+        "demo", help="show tilec on a built-in RMSNorm kernel, then torch.compile the examples with the hook"
+    )
     demo.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     demo.set_defaults(func=cmd_demo)
+
+    bench = sub.add_parser(
+        "bench",
+        help="time tilec against eager, torch.compile, Liger-Kernel and a copy on the GPU (bench/bench.py --help)",
+        add_help=False,
+    )
+    bench.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    bench.set_defaults(func=cmd_bench)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if getattr(args, "command", None) == "bench":
+        args.args = extra + args.args  # bench/bench.py parses its own options
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
     if func is None:
         parser.print_help()

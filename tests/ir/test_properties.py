@@ -108,7 +108,7 @@ def _mutate(text: str, data: st.DataObject) -> str:
     return text
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_mutations_never_crash_the_parser(data: st.DataObject) -> None:
     files = valid_tile_files()
@@ -119,15 +119,19 @@ def test_mutations_never_crash_the_parser(data: st.DataObject) -> None:
         verify(module)
         run_pipeline(module, "canonicalize,cse,dce")
     except TilecError as e:
-        assert str(e).startswith("mutant.tile:") or e.loc is None, str(e)
+        # every error points into the file (line and column) and says what is wrong
+        assert e.loc is not None and str(e).startswith("mutant.tile:"), str(e)
+        assert ": error: " in str(e), str(e)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.binary(max_size=300))
 def test_random_bytes_never_crash(blob: bytes) -> None:
     text = blob.decode("utf-8", errors="replace")
-    with contextlib.suppress(TilecError):
+    try:
         verify(parse(text, "blob.tile"))
+    except TilecError as e:
+        assert e.loc is not None and str(e).startswith("blob.tile:"), str(e)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

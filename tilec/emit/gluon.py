@@ -12,7 +12,8 @@ two, shared memory over the budget, invalid swizzles (the layouts reject those t
 
 The emitted module defines `KERNEL`, `SIGNATURE` (Triton's type string per parameter, for
 ahead-of-time compilation), `CONSTEXPRS`, `DIVISIBLE` (the pointer parameters), `NUM_WARPS`,
-`MAXNREG`, `GRID(*args, num_sms)`, `descriptors(*args)` and `launch(*args, num_sms=None)`.
+`MAXNREG`, `GRID(*args, num_sms)`, `descriptors(*args)` and `launch(*args, num_sms=None, descs=None)`
+(`descs`: the dict `descriptors` returns, when the caller keeps it between launches).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ RESERVED = {
     "TensorDescriptor",
     "fence_async_shared",
     "num_sms",
+    "descs",
 }
 
 TRITON_TYPES = {
@@ -181,7 +183,7 @@ class GluonEmitter(PythonEmitter):
         k = self.k
         params = self.params()
         sig = ", ".join(params + [f"{c}: gl.constexpr" for c in k.constexprs])
-        self.lines += ["@gluon.jit", f"def {k.name}({sig}):"]
+        self.lines += ["@gluon.jit", f"def {self.kname}({sig}):"]
         self.body(k.body, 1)
         kernel_src = "\n".join(self.lines)
 
@@ -249,7 +251,7 @@ class GluonEmitter(PythonEmitter):
             call.append(f"maxnreg={k.launch.maxnreg}")
         return "\n".join(
             [
-                f"KERNEL = {k.name}",
+                f"KERNEL = {self.kname}",
                 "SIGNATURE = {" + ", ".join(sig) + "}",
                 f"CONSTEXPRS = {dict(k.constexprs)!r}",
                 f"DIVISIBLE = {divisible!r}",
@@ -265,11 +267,12 @@ class GluonEmitter(PythonEmitter):
                 "    return {" + ", ".join(descs) + "}",
                 "",
                 "",
-                f"def launch({lead}num_sms=None):",
+                f"def launch({lead}num_sms=None, descs=None):",
                 "    if num_sms is None:",
                 "        num_sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count",
-                f"    descs = descriptors({args})",
-                f"    {k.name}[GRID({lead}num_sms=num_sms)]({', '.join(call)})",
+                "    if descs is None:",
+                f"        descs = descriptors({args})",
+                f"    {self.kname}[GRID({lead}num_sms=num_sms)]({', '.join(call)})",
             ]
         )
 

@@ -8,9 +8,11 @@ tile) and handles the ops only its target has.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from tilec.emit.common import RESERVED as PY_RESERVED
 from tilec.emit.common import EmitError, PyNames, py_float
 from tilec.ir.core import Block, Kernel, Operation, Value
 from tilec.ir.dtypes import DType
@@ -132,6 +134,9 @@ def _tilec_welford(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
 """,
 }
 
+# the module-level functions HELPERS define: no value or kernel may take their names
+HELPER_NAMES = frozenset(name for src in HELPERS.values() for name in re.findall(r"^def (\w+)", src, re.M))
+
 
 def shape_text(t: Any) -> str:
     return "[" + ", ".join(str(d) for d in t.shape) + "]"
@@ -158,7 +163,12 @@ class PythonEmitter:
 
     def __init__(self, kernel: Kernel, reserved: set[str]) -> None:
         self.k = kernel
+        reserved = {*reserved, *HELPER_NAMES}
         self.names = PyNames(kernel, {kernel.name, *reserved})
+        # the jitted function's name: the kernel's, unless that is a module-level name of the
+        # emitted source (a keyword, builtin, import alias or the launcher's own names)
+        clash = kernel.name in reserved or kernel.name in PY_RESERVED
+        self.kname = self.names.fresh(f"{kernel.name}_kernel") if clash else kernel.name
         self.lines: list[str] = []
         self.helpers: set[str] = set()
 
@@ -184,7 +194,9 @@ class PythonEmitter:
     def emit(self, depth: int, text: str, op: Operation | None = None) -> None:
         suffix = ""
         if op is not None and op.loc and op.loc.line:
-            suffix = f"  # {op.loc.file.rsplit('/', 1)[-1]}:{op.loc.line}"
+            # a comment holds one line: whatever a file name contains, it cannot end the comment
+            file = "".join(c if c.isprintable() else "?" for c in op.loc.file.rsplit("/", 1)[-1])
+            suffix = f"  # {file}:{op.loc.line}"
         self.lines.append("    " * depth + text + suffix)
 
     def assign(self, op: Operation, expr: str, depth: int) -> None:

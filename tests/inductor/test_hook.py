@@ -1,0 +1,163 @@
+"""torch.compile with the hook, end to end on the CPU: tilec's kernels run in Triton's interpreter,
+the rest in Inductor's C++ code; results equal eager, and `tilec.report()` says what was taken."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+import tilec
+from tilec.inductor import hook
+from tilec.inductor.check import EXAMPLES, check_example, check_function
+
+pytestmark = pytest.mark.usefixtures("fresh")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+@pytest.mark.parametrize("spec", EXAMPLES)
+def test_every_example_equals_eager_and_is_taken(spec: str, dtype: torch.dtype) -> None:
+    result = check_example(spec, (16, 200), dtype, "cpu")
+    assert result.ok, result.message
+    assert len(result.records) == 1, result.records
+    (rec,) = result.records
+    assert rec.taken, rec.reason
+    assert (rec.emitter, rec.pipeline, rec.device) == ("triton", "triton-default", "cpu")
+    assert rec.kernel.startswith("triton_per_" if spec != "gelu_mlp" else "triton_poi_"), rec.kernel
+
+
+def test_the_wrapper_calls_tilecs_launcher() -> None:
+    from torch._inductor.utils import run_and_get_code
+
+    def softmax(x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, -1)
+
+    x = torch.randn(8, 100)
+    y, (code, *_) = run_and_get_code(torch.compile(softmax, backend="tilec", dynamic=False), x)
+    torch.testing.assert_close(y, softmax(x))
+    (rec,) = tilec.report()
+    assert f'{rec.kernel} = __import__("tilec.runtime.launch"' in code
+    assert f"{rec.kernel}.run(" in code and "stream=" in code
+    # the kernel works in place on its output (stock bookkeeping: reuse, then the call)
+    assert "# reuse" in code
+
+
+def gather_model(x: torch.Tensor, w: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    y = torch.softmax(x * 2, -1)
+    z = torch.gather(y, 1, idx) + 1  # indirect indexing: tilec declines this kernel
+    r = z * torch.rsqrt(z.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+    return torch.sin(r) + x, y.sum(0)
+
+
+def gather_inputs() -> list[torch.Tensor]:
+    torch.manual_seed(0)
+    return [torch.randn(32, 100), torch.randn(100), torch.randint(0, 100, (32, 100))]
+
+
+def test_an_unsupported_op_falls_back_between_taken_kernels() -> None:
+    result = check_function(gather_model, gather_inputs())
+    assert result.ok, result.message
+    by_taken = {r.taken: r for r in result.records}
+    assert len(result.records) == 3 and len(result.taken) == 2
+    assert by_taken[False].reason == "indirect indexing (gather, scatter, embedding) is not supported"
+    assert by_taken[False].kernel.startswith("cpp_")  # Inductor's C++ code generation kept it
+
+
+def test_disabled_leaves_every_kernel_to_inductor() -> None:
+    with tilec.config.patch(enabled=False):
+        result = check_example("softmax", (8, 100), torch.float32, "cpu")
+    assert result.ok
+    assert [(r.taken, r.reason) for r in result.records] == [(False, hook.DISABLED)]
+
+
+def test_a_failure_falls_back_with_the_reason_logged(monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom in the emitter")
+
+    monkeypatch.setattr(hook, "build", broken)
+    with caplog.at_level(logging.WARNING, logger="tilec"):
+        result = check_example("rmsnorm", (8, 100), torch.float32, "cpu")
+    assert result.ok
+    (rec,) = result.records
+    assert not rec.taken and rec.reason == f"{hook.INTERNAL_ERROR}: RuntimeError: boom in the emitter"
+    assert "boom in the emitter" in caplog.text
+
+
+def test_strict_mode_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom in the emitter")
+
+    monkeypatch.setattr(hook, "build", broken)
+    with tilec.config.patch(strict=True), pytest.raises(Exception, match="boom in the emitter"):
+        check_example("rmsnorm", (8, 100), torch.float32, "cpu")
+
+
+def test_strict_mode_still_declines_unsupported_kernels() -> None:
+    with tilec.config.patch(strict=True):
+        result = check_function(gather_model, gather_inputs())
+    assert result.ok and len(result.taken) == 2
+
+
+def test_an_invalid_setting_falls_back_with_its_reason() -> None:
+    with tilec.config.patch(emitter="cuda-c"):
+        result = check_example("softmax", (8, 100), torch.float32, "cpu")
+    assert result.ok
+    (rec,) = result.records
+    assert not rec.taken and "tilec.config.emitter must be one of" in str(rec.reason)
+
+
+def test_gluon_on_the_cpu_is_declined() -> None:
+    with tilec.config.patch(emitter="gluon"):
+        result = check_example("softmax", (8, 100), torch.float32, "cpu")
+    assert result.ok
+    assert [r.reason for r in result.records] == [hook.GLUON_ON_CPU]
+
+
+def test_cpp_wrapper_falls_back() -> None:
+    with torch._inductor.config.patch(cpp_wrapper=True):
+        result = check_example("softmax", (8, 100), torch.float32, "cpu")
+    assert result.ok
+    assert [(r.taken, r.reason) for r in result.records] == [(False, hook.CPP_WRAPPER)]
+
+
+def test_a_summary_line_per_graph(caplog) -> None:
+    with caplog.at_level(logging.INFO, logger="tilec"):
+        check_function(gather_model, gather_inputs())
+        check_example("softmax", (8, 100), torch.float32, "cpu")
+        tilec.report()  # logs what is still pending
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("tilec: ")]
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("tilec: 2 of 3 kernels taken (triton); taken: ")
+    assert "not taken: cpp_" in lines[0] and "(indirect indexing" in lines[0]
+    assert lines[1] == "tilec: 1 of 1 kernels taken (triton); taken: triton_per_fused__softmax_0"
+
+
+def test_records_and_reset() -> None:
+    check_example("softmax", (8, 100), torch.float32, "cpu")
+    records = tilec.report()
+    assert len(records) == 1 and records[0].graph >= 1
+    tilec.reset_report()
+    assert tilec.report() == []
+
+
+def test_inductors_triton_backend_for_the_cpu() -> None:
+    """cpu_backend="triton": tilec's hook sits in TritonScheduling, as on CUDA; a kernel it declines
+    would need a Triton CPU driver, which is said plainly instead of failing later."""
+    from tilec.inductor.hook import CpuFallbackError
+
+    with torch._inductor.config.patch(cpu_backend="triton"):
+        result = check_example("layernorm", (16, 200), torch.bfloat16, "cpu")
+        assert result.ok and [r.taken for r in result.records] == [True]
+        torch._dynamo.reset()
+        with pytest.raises(Exception, match="needs a Triton CPU driver") as info:
+            check_function(gather_model, gather_inputs())
+    assert any(isinstance(e, CpuFallbackError) for e in _chain(info.value))
+
+
+def _chain(e: BaseException | None) -> list[BaseException]:
+    out: list[BaseException] = []
+    while e is not None and e not in out:
+        out.append(e)
+        e = e.__cause__ or e.__context__
+    return out

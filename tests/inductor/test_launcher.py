@@ -1,0 +1,182 @@
+"""tilec's launcher (`TilecKernel.run`): argument order per variant, the TMA guard (a misaligned
+input takes the Triton variant), the descriptor cache (built once per pointer, never keeping a
+tensor alive), and the fallback after a failed first launch. The primary variant here is a stand-in
+for the Gluon module with the same interface (`descriptors`, `launch(..., descs=...)`), run on the
+CPU; the real one runs in tests/gpu/test_hook_gpu.py."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+from tilec import config as cfg
+from tilec.runtime.launch import MAX_CACHED_POINTERS, TilecKernel, TmaOperand, Variant
+
+
+class Descriptor:
+    """What the launcher sees of Gluon's TensorDescriptor: a dataclass-like object with `base`."""
+
+    def __init__(self, base: torch.Tensor, strides: list[int]) -> None:
+        self.base, self.strides = base, strides
+
+
+class FakeModule(SimpleNamespace):
+    pass
+
+
+def doubling_module(kind: str, calls: list[tuple[str, Any]], fail: bool = False) -> FakeModule:
+    """launch(x, y): y = 2 * x, recording what it was given."""
+
+    def descriptors(x: torch.Tensor, y: torch.Tensor) -> dict[str, Descriptor]:
+        calls.append(("descriptors", x.data_ptr()))
+        return {"x_desc": Descriptor(x, [x.shape[-1], 1])}
+
+    def launch(x: torch.Tensor, y: torch.Tensor, num_sms: int = 1, descs: Any = None) -> None:
+        if fail:
+            raise RuntimeError("does not compile")
+        if descs is not None:
+            assert descs["x_desc"].base is x  # bound to this launch's tensor
+        calls.append((kind, sorted(descs) if descs is not None else None))
+        y.copy_(2 * x)
+
+    return FakeModule(descriptors=descriptors, launch=launch)
+
+
+def variant(module: FakeModule, kind: str, order: tuple[int, ...]) -> Variant:
+    v = Variant("", kind, order, interpret=False)
+    v._module = module  # type: ignore[assignment]
+    return v
+
+
+def make_kernel(calls: list[tuple[str, Any]], fail: bool = False, strides: tuple[int, ...] = (64, 1)) -> TilecKernel:
+    # run(y, x): the primary's launch takes (x, y); the fallback's too
+    k = TilecKernel(
+        "k",
+        variant(doubling_module("gluon", calls, fail), "gluon", (1, 0)),
+        variant(doubling_module("triton", calls), "triton", (1, 0)),
+        (TmaOperand(1, strides, 2),),
+        device="cuda",
+    )
+    k._sms = lambda: 132  # type: ignore[method-assign]  # no GPU to ask
+    return k
+
+
+def kinds(calls: list[tuple[str, Any]]) -> list[str]:
+    return [c[0] for c in calls]
+
+
+def test_aligned_inputs_take_the_primary_and_descriptors_are_cached() -> None:
+    calls: list[tuple[str, Any]] = []
+    k = make_kernel(calls)
+    x = torch.randn(4, 64, dtype=torch.bfloat16)
+    y = torch.empty_like(x)
+    for _ in range(3):
+        k.run(y, x)
+        torch.testing.assert_close(y, 2 * x)
+    assert kinds(calls) == ["descriptors", "gluon", "gluon", "gluon"]  # built once
+    assert k.launches == {"primary": 3, "fallback": 0}
+
+
+def test_a_misaligned_view_takes_the_triton_variant() -> None:
+    calls: list[tuple[str, Any]] = []
+    k = make_kernel(calls)
+    storage = torch.randn(4 * 64 + 1, dtype=torch.bfloat16)
+    x = storage[1:].view(4, 64)  # 2-byte offset: not 16-byte aligned
+    assert x.data_ptr() % 16 != 0
+    y = torch.empty(4, 64, dtype=torch.bfloat16)
+    k.run(y, x)
+    k.run(y, x)
+    torch.testing.assert_close(y, 2 * x)
+    assert kinds(calls) == ["triton", "triton"]
+    aligned = torch.randn(4, 64, dtype=torch.bfloat16)
+    k.run(y, aligned)
+    assert kinds(calls)[-1] == "gluon"
+
+
+def test_strides_tma_cannot_take_always_use_triton() -> None:
+    calls: list[tuple[str, Any]] = []
+    k = make_kernel(calls, strides=(3, 1))  # 6-byte rows
+    x = torch.randn(4, 3, dtype=torch.bfloat16)
+    y = torch.empty_like(x)
+    k.run(y, x)
+    assert kinds(calls) == ["triton"]
+
+
+def test_the_cache_keeps_no_tensor_alive() -> None:
+    calls: list[tuple[str, Any]] = []
+    k = make_kernel(calls)
+    x = torch.randn(4, 64, dtype=torch.bfloat16)
+    y = torch.empty_like(x)
+    k.run(y, x)
+    ref = weakref.ref(x)
+    del x
+    gc.collect()
+    assert ref() is None
+    assert all(t.base is None for entry in k._descs.values() for t in entry.values())
+
+
+def test_the_cache_is_bounded() -> None:
+    calls: list[tuple[str, Any]] = []
+    k = make_kernel(calls)
+    y = torch.empty(4, 64, dtype=torch.bfloat16)
+    xs = [torch.randn(4, 64, dtype=torch.bfloat16) for _ in range(MAX_CACHED_POINTERS + 5)]
+    for x in xs:
+        k.run(y, x)
+    assert len(k._descs) <= MAX_CACHED_POINTERS
+
+
+def test_a_failed_first_launch_falls_back_for_good(caplog) -> None:
+    calls: list[tuple[str, Any]] = []
+    k = make_kernel(calls, fail=True)
+    x = torch.randn(4, 64, dtype=torch.bfloat16)
+    y = torch.empty_like(x)
+    k.run(y, x)
+    k.run(y, x)
+    torch.testing.assert_close(y, 2 * x)
+    assert kinds(calls) == ["descriptors", "triton", "triton"]
+    assert k.launches == {"primary": 0, "fallback": 2}
+    assert "failed on its first launch" in caplog.text
+
+
+def test_strict_mode_raises_on_a_failed_launch() -> None:
+    k = make_kernel([], fail=True)
+    x = torch.randn(4, 64, dtype=torch.bfloat16)
+    with cfg.patch(strict=True), pytest.raises(RuntimeError, match="does not compile"):
+        k.run(torch.empty_like(x), x)
+
+
+def test_a_real_triton_module_in_the_interpreter(hook: None) -> None:
+    """load_kernel on an emitted Triton kernel: the CPU path the wrapper takes."""
+    from tilec.emit.triton import emit_triton
+    from tilec.ir import parse
+    from tilec.passes import run_pipeline
+    from tilec.runtime.launch import load_kernel
+
+    text = """
+tile.kernel @scale(%x: ptr<f32>, %y: ptr<f32>) constexprs(XBLOCK) attributes {grid = [cdiv(100, XBLOCK)]} {
+  %pid = tile.program_id : i32
+  %xblock = tile.constant {value = XBLOCK} : i32
+  %xoffset = tile.mul %pid, %xblock : i32
+  %xrange = tile.arange {end = XBLOCK} : tile<[XBLOCK], i32>
+  %xindex = tile.add %xrange, %xoffset : tile<[XBLOCK], i32>
+  %n = tile.constant {value = 100} : i32
+  %mask = tile.cmp %xindex, %n {predicate = "lt"} : tile<[XBLOCK], i1>
+  %v = tile.load %x, %xindex, %mask : tile<[XBLOCK], f32>
+  %two = tile.constant {value = 2.0} : f32
+  %w = tile.mul %v, %two : tile<[XBLOCK], f32>
+  tile.store %y, %xindex, %w, %mask
+}
+"""
+    module = parse(text)
+    run_pipeline(module, "triton-default")
+    source = emit_triton(module.kernels[0]).source
+    k = load_kernel("scale", source, "triton", order=[1, 0], device="cpu")  # run(y, x)
+    x, y = torch.randn(100), torch.full((100,), float("nan"))
+    k.run(y, x, stream=0)
+    torch.testing.assert_close(y, 2 * x)
+    assert k.launches == {"primary": 1, "fallback": 0}

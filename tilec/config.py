@@ -1,0 +1,84 @@
+"""Settings of tilec's Inductor hook (`tilec.install()`, `torch.compile(backend="tilec")`).
+
+    import tilec
+    tilec.config.emitter = "triton"          # "auto" | "gluon" | "triton"
+    with tilec.config.patch(strict=True):    # for a block
+        ...
+
+Read at compile time, for every kernel; `fingerprint()` is part of Inductor's FX-graph cache key
+(through the hook's custom pass), so changing a setting never reuses a kernel compiled under
+another. The environment sets the initial values: `TILEC_EMITTER`, `TILEC_DISABLE=1`,
+`TILEC_STRICT=1`. This module imports nothing heavy (`tilec opt` never imports torch).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+EMITTERS = ("auto", "gluon", "triton")
+
+_TRUE = ("1", "true", "yes", "on")
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in _TRUE
+
+
+# Which emitter prints the kernels tilec takes: "gluon" (Hopper and newer: TMA, shared memory),
+# "triton" (plain Triton, any GPU and the CPU interpreter), or "auto": Gluon on sm_90+, else Triton.
+emitter: str = os.environ.get("TILEC_EMITTER", "auto").strip().lower() or "auto"
+# False: the hook stays registered but every kernel goes to stock Inductor.
+enabled: bool = not _flag("TILEC_DISABLE")
+# True: any tilec failure (lowering, passes, emitting, loading) raises instead of falling back.
+strict: bool = _flag("TILEC_STRICT")
+# The pass pipeline run before each emitter (names from tilec.passes, or pipeline strings).
+pipelines: dict[str, str] = {"gluon": "gluon-default", "triton": "triton-default"}
+
+_FIELDS = ("emitter", "enabled", "strict", "pipelines")
+
+
+class ConfigError(ValueError):
+    """A setting has a value tilec does not know."""
+
+
+def check() -> None:
+    """Raises ConfigError if a setting is invalid."""
+    if emitter not in EMITTERS:
+        raise ConfigError(f"tilec.config.emitter must be one of {', '.join(EMITTERS)}; got {emitter!r}")
+    for name in ("gluon", "triton"):
+        if not isinstance(pipelines.get(name), str):
+            raise ConfigError(
+                f"tilec.config.pipelines[{name!r}] must be a pipeline string; got {pipelines.get(name)!r}"
+            )
+
+
+def fingerprint() -> str:
+    """Everything that changes the code the hook generates: tilec's version and the settings."""
+    from tilec import __version__
+
+    pipes = ";".join(f"{k}={pipelines[k]}" for k in sorted(pipelines))
+    return f"tilec={__version__} enabled={bool(enabled)} emitter={emitter} strict={bool(strict)} pipelines={pipes}"
+
+
+def snapshot() -> dict[str, Any]:
+    """The current settings (copies)."""
+    g = globals()
+    return {k: dict(g[k]) if isinstance(g[k], dict) else g[k] for k in _FIELDS}
+
+
+@contextlib.contextmanager
+def patch(**changes: Any) -> Iterator[None]:
+    """Sets some settings for the duration of a `with` block, then restores all of them."""
+    unknown = sorted(set(changes) - set(_FIELDS))
+    if unknown:
+        raise ConfigError(f"unknown tilec.config settings: {', '.join(unknown)}")
+    saved = snapshot()
+    g = globals()
+    try:
+        g.update(changes)
+        yield
+    finally:
+        g.update(saved)

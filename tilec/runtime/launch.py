@@ -1,0 +1,256 @@
+"""The object Inductor's wrapper calls for a kernel tilec took: `kernel.run(*args, stream=...)`.
+
+    kernel = load_kernel("triton_per_fused_softmax_0", gluon_source, "gluon", order=[0, 1],
+                         fallback=triton_source, fallback_order=[0, 1], tma=[(0, (1000, 1), 2)])
+    kernel.run(x, y, stream=stream0)        # the wrapper's line, as for a stock Triton kernel
+
+`run` takes the kernel's buffers in the order of `Lowered.args`; each variant's `order` says which
+of them its emitted `launch` takes, in its order. The primary variant (Gluon on Hopper) reads some
+inputs through TMA descriptors (`tma`: the argument, the descriptor's element strides, the element
+size). TMA needs a 16-byte-aligned base and 16-byte-aligned non-last strides: when an input breaks
+that at run time (a view with an odd storage offset), that launch takes the fallback variant
+(plain Triton, no TMA) instead — same result, no crash.
+
+Descriptors are built once per tuple of base pointers and kept without their tensors (a cached
+descriptor must not keep an activation alive): each launch rebinds a shallow copy to the tensor
+passed. Their shapes and strides are the kernel's own constants (tilec compiles static shapes), so
+the pointers are the whole key. Triton 3.6 still encodes the CUDA tensor map on every launch
+(`fill_tma_descriptor` in its launcher); the cache saves the Python-side construction and checks.
+
+If the primary variant fails on its first launch (a compile error in Triton), the kernel logs it and
+uses the fallback from then on (`tilec.config.strict` raises instead). `num_sms` for persistent grids
+comes from the device's properties, once per device. A launch runs on the stream Inductor passes
+(`get_raw_stream(i)`, normally the current one; another is made current for the launch).
+
+On the CPU (`device="cpu"`) the variant is plain Triton run by Triton's interpreter.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from tilec.runtime.loader import load_source
+
+log = logging.getLogger("tilec")
+
+__all__ = ["TilecKernel", "TmaOperand", "load_kernel", "loaded_kernels"]
+
+# descriptor-cache entries kept per kernel before the cache starts over
+MAX_CACHED_POINTERS = 256
+_MISALIGNED = object()
+_loaded: list[weakref.ref[TilecKernel]] = []  # in load order
+
+
+@dataclass(frozen=True)
+class TmaOperand:
+    """An input the primary variant reads through a TMA descriptor."""
+
+    arg: int  # index into run()'s arguments
+    strides: tuple[int, ...]  # the descriptor's strides, in elements
+    elem_bytes: int
+
+    def strides_ok(self) -> bool:
+        return all((s * self.elem_bytes) % 16 == 0 for s in self.strides[:-1]) and (
+            not self.strides or self.strides[-1] == 1
+        )
+
+
+class Variant:
+    """One emitted module and the run() arguments its `launch` takes, in order."""
+
+    def __init__(self, source: str, kind: str, order: tuple[int, ...], interpret: bool) -> None:
+        self.source, self.kind, self.order, self.interpret = source, kind, order, interpret
+        self._module: ModuleType | None = None
+
+    @property
+    def module(self) -> ModuleType:
+        if self._module is None:
+            self._module = load_source(self.source, interpret=self.interpret)
+        return self._module
+
+    def args(self, args: tuple[Any, ...]) -> list[Any]:
+        return [args[i] for i in self.order]
+
+
+class TilecKernel:
+    """A kernel tilec took, as the wrapper calls it: `.run(*args, stream=None)`."""
+
+    def __init__(
+        self,
+        name: str,
+        primary: Variant,
+        fallback: Variant | None = None,
+        tma: tuple[TmaOperand, ...] = (),
+        device: str = "cuda",
+    ) -> None:
+        self.name = name
+        self.primary = primary
+        self.fallback = fallback
+        self.tma = tma
+        self.device = device
+        self.launches = {"primary": 0, "fallback": 0}  # launches per variant (tests read them)
+        self._descs: dict[tuple[int, ...], Any] = {}
+        self._desc_args: dict[str, int] | None = None  # descriptor name -> run() argument
+        self._num_sms: dict[int, int] = {}
+        self._primary_failed = False
+        self._primary_ran = False
+        # a stride TMA cannot take can never change (shapes are static): decide once
+        self._primary_possible = all(t.strides_ok() for t in tma) and (not tma or fallback is not None)
+        if tma and fallback is not None and not self._primary_possible:
+            log.debug("tilec: %s: descriptor strides are not 16-byte aligned; using %s", name, fallback.kind)
+
+    def __repr__(self) -> str:
+        kinds = self.primary.kind + (f"/{self.fallback.kind}" if self.fallback else "")
+        return f"TilecKernel({self.name!r}, {kinds}, device={self.device!r})"
+
+    # -- the launch
+
+    def run(self, *args: Any, stream: Any = None) -> None:
+        if self.device == "cpu":
+            self._launch(self.primary, args, None)
+            return
+        if self._primary_failed or (self.tma and not self._primary_possible):
+            self._launch_fallback(args, stream)
+            return
+        descs = None
+        if self.tma:
+            ptrs = tuple(args[t.arg].data_ptr() for t in self.tma)
+            templates = self._descs.get(ptrs)
+            if templates is None:
+                templates = self._templates(args, ptrs)
+            if templates is _MISALIGNED:
+                self._launch_fallback(args, stream)
+                return
+            descs = {name: _rebind(t, args[self._desc_args[name]]) for name, t in templates.items()}  # type: ignore[index,union-attr]
+        if self._primary_ran:
+            self._launch(self.primary, args, stream, descs)
+            return
+        try:
+            self._launch(self.primary, args, stream, descs)
+            self._primary_ran = True
+        except Exception as e:
+            from tilec import config
+
+            if config.strict or self.fallback is None:
+                raise
+            self._primary_failed = True
+            self.launches["primary"] -= 1
+            log.warning(
+                "tilec: %s: the %s kernel failed on its first launch (%s: %s); using %s from now on",
+                self.name,
+                self.primary.kind,
+                type(e).__name__,
+                " ".join(str(e).split())[:300],
+                self.fallback.kind,
+            )
+            self._launch_fallback(args, stream)
+
+    def _launch_fallback(self, args: tuple[Any, ...], stream: Any) -> None:
+        if self.fallback is None:  # pragma: no cover - a TMA kernel always has one
+            raise RuntimeError(f"tilec: {self.name}: no fallback variant")
+        self._launch(self.fallback, args, stream)
+
+    def _launch(self, variant: Variant, args: tuple[Any, ...], stream: Any, descs: Any = None) -> None:
+        self.launches["primary" if variant is self.primary else "fallback"] += 1
+        module = variant.module
+        kwargs: dict[str, Any] = {"num_sms": self._sms()}
+        if descs is not None:
+            kwargs["descs"] = descs
+        if stream is None or self.device == "cpu" or stream == _current_stream():
+            module.launch(*variant.args(args), **kwargs)
+            return
+        import torch
+
+        with torch.cuda.stream(torch.cuda.ExternalStream(stream)):
+            module.launch(*variant.args(args), **kwargs)
+
+    def _sms(self) -> int:
+        if self.device == "cpu":
+            return 1
+        import torch
+
+        index = torch.cuda.current_device()
+        n = self._num_sms.get(index)
+        if n is None:
+            n = self._num_sms[index] = torch.cuda.get_device_properties(index).multi_processor_count
+        return n
+
+    # -- TMA descriptors
+
+    def aligned(self, args: tuple[Any, ...]) -> bool:
+        """Whether every TMA input can be read through its descriptor (16-byte aligned base)."""
+        return all(args[t.arg].data_ptr() % 16 == 0 for t in self.tma)
+
+    def _templates(self, args: tuple[Any, ...], ptrs: tuple[int, ...]) -> Any:
+        if len(self._descs) >= MAX_CACHED_POINTERS:
+            self._descs.clear()
+        if not self.aligned(args):
+            log.debug("tilec: %s: a TMA input is not 16-byte aligned; this launch uses %s", self.name, "triton")
+            self._descs[ptrs] = _MISALIGNED
+            return _MISALIGNED
+        built = self.primary.module.descriptors(*self.primary.args(args))
+        if self._desc_args is None:
+            self._desc_args = {}
+            for name, d in built.items():
+                index = next((i for i, a in enumerate(args) if a is d.base), None)
+                if index is None:  # pragma: no cover - descriptors are built from run()'s tensors
+                    raise RuntimeError(f"tilec: {self.name}: descriptor {name} is built from no argument")
+                self._desc_args[name] = index
+        templates = {name: _unbound(d) for name, d in built.items()}
+        self._descs[ptrs] = templates
+        return templates
+
+
+def _unbound(desc: Any) -> Any:
+    """A copy of a descriptor without its tensor (the cache must not keep tensors alive)."""
+    t = object.__new__(type(desc))
+    t.__dict__.update(desc.__dict__)
+    t.base = None
+    return t
+
+
+def _rebind(template: Any, tensor: Any) -> Any:
+    d = object.__new__(type(template))
+    d.__dict__.update(template.__dict__)
+    d.base = tensor
+    return d
+
+
+def _current_stream() -> int:
+    import torch
+
+    return int(torch._C._cuda_getCurrentRawStream(torch.cuda.current_device()))
+
+
+def load_kernel(
+    name: str,
+    source: str,
+    kind: str,
+    order: list[int] | tuple[int, ...],
+    fallback: str | None = None,
+    fallback_kind: str = "triton",
+    fallback_order: list[int] | tuple[int, ...] = (),
+    tma: list[tuple[int, tuple[int, ...], int]] | tuple[Any, ...] = (),
+    device: str = "cuda",
+) -> TilecKernel:
+    """The kernel object a wrapper defines (the sources are embedded in the wrapper, so a wrapper
+    Inductor's FX-graph cache reloads in another process needs nothing else)."""
+    interpret = device == "cpu"
+    primary = Variant(source, kind, tuple(order), interpret)
+    primary.module  # noqa: B018 - import now: a broken module fails when the wrapper loads, not mid-run
+    back = Variant(fallback, fallback_kind, tuple(fallback_order), interpret) if fallback is not None else None
+    operands = tuple(TmaOperand(int(a), tuple(int(s) for s in strides), int(b)) for a, strides, b in tma)
+    kernel = TilecKernel(name, primary, back, operands, device)
+    _loaded[:] = [r for r in _loaded if r() is not None]
+    _loaded.append(weakref.ref(kernel))
+    return kernel
+
+
+def loaded_kernels(name: str | None = None) -> list[TilecKernel]:
+    """The kernels wrappers have loaded in this process and still hold, oldest first (`name`: only those)."""
+    alive = [k for k in (r() for r in list(_loaded)) if k is not None]
+    return [k for k in alive if name is None or k.name == name]
