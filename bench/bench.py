@@ -418,7 +418,29 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--impls", default=",".join(IMPLS), help=f"comma-separated, of {', '.join(IMPLS)}")
     p.add_argument("--out", default="bench-out", help="directory for results.md, results.jsonl, results.png")
+    p.add_argument(
+        "--report",
+        nargs="+",
+        metavar="JSONL",
+        help="no GPU work: write results.md and results.png to --out from earlier runs' results.jsonl files",
+    )
     return p
+
+
+def load_results(paths: list[str]) -> list[Result]:
+    results = []
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            if line.strip():
+                results.append(Result(**json.loads(line)))
+    return results
+
+
+def write_report(results: list[Result], out: Path, impls: list[str], note: str = "") -> bool:
+    out.mkdir(parents=True, exist_ok=True)
+    env = results[0].meta if results and results[0].meta else {}
+    (out / "results.md").write_text(markdown(results, env, impls) + note)
+    return plot(results, out / "results.png")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -429,6 +451,12 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         print(f"tilec bench: unknown op or implementation: {', '.join(bad)}", file=sys.stderr)
         return 2
+    if args.report:
+        results = load_results(args.report)
+        present = [i for i in IMPLS if any(r.impl == i for r in results)]
+        write_report(results, Path(args.out), present)
+        print(f"wrote {Path(args.out) / 'results.md'} from {len(results)} results")
+        return 0
     dtypes = ["bf16", "fp16", "fp32"] if args.dtype == "all" else [args.dtype]
     if any(d not in ("bf16", "fp16", "fp32") for d in dtypes):
         print(f"tilec bench: --dtype must be bf16, fp16, fp32 or all; got {args.dtype}", file=sys.stderr)
@@ -461,10 +489,7 @@ def main(argv: list[str] | None = None) -> int:
                 jl.write(json.dumps(asdict(r)) + "\n")
                 jl.flush()
                 results.append(r)
-    (out / "results.md").write_text(
-        markdown(results, env, impls) + f"\nWall time: {time.perf_counter() - start:.0f} s\n"
-    )
-    plotted = plot(results, out / "results.png")
+    plotted = write_report(results, out, impls, f"\nWall time: {time.perf_counter() - start:.0f} s\n")
     log(
         f"wrote {out / 'results.md'}, {out / 'results.jsonl'}"
         + (f", {out / 'results.png'}" if plotted else " (no matplotlib: no plot)")

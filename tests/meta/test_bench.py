@@ -1,0 +1,66 @@
+"""The benchmark's bookkeeping (no GPU): suite cases, model bytes, the report from results."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_under_test", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_suite_cases(bench) -> None:
+    cases = list(bench.cases(list(bench.OPS), None, ["bf16", "fp16", "fp32"]))
+    bf16 = [c for c in cases if c[3] == "bf16"]
+    assert len(bf16) == 3 * 11 + 1  # every op on the suite, softmax also at 32768x50257
+    assert ("softmax", 32768, 50257, "bf16") in bf16
+    assert sum(c[3] == "fp16" for c in cases) == sum(c[3] == "fp32" for c in cases) == 3 * 2
+
+
+def test_model_bytes(bench) -> None:
+    assert bench.model_bytes("softmax", 4, 8, 2) == 2 * 4 * 8 * 2
+    assert bench.model_bytes("rmsnorm", 4, 8, 2) == (2 * 4 * 8 + 8) * 2
+    assert bench.model_bytes("layernorm", 4, 8, 4) == (2 * 4 * 8 + 16) * 4
+
+
+def test_report_from_results(bench, tmp_path: Path) -> None:
+    result = bench.Result
+    env = {"gpu": "test GPU", "torch": "x", "triton": "y"}
+    results = [
+        result("softmax", 8, 512, "bf16", "copy", True, 1.0, 100.0, 100.0, meta=env),
+        result("softmax", 8, 512, "bf16", "compile", True, 2.0, 50.0, 50.0, meta=env),
+        result(
+            "softmax", 8, 512, "bf16", "tilec-gluon", True, 1.25, 80.0, 80.0, meta=env, note="tilec took 1 of 1 kernels"
+        ),
+        result("softmax", 8, 512, "bf16", "liger", False, error="liger-kernel is not importable (x)", meta=env),
+        result("softmax", 8, 512, "bf16", "tilec-triton", False, error="AssertionError: wrong", meta=env),
+    ]
+    jsonl = tmp_path / "r.jsonl"
+    jsonl.write_text("".join(json.dumps(asdict(r)) + "\n" for r in results))
+    assert bench.main(["--report", str(jsonl), "--out", str(tmp_path / "out")]) == 0
+    md = (tmp_path / "out" / "results.md").read_text()
+    assert "test GPU" in md
+    assert "| softmax | 8x512 | 100 |" in md
+    assert "80 (80)" in md and "fail" in md
+    assert "- tilec-gluon: 1.600x (1 shapes)" in md
+
+
+def test_bad_arguments(bench, capsys) -> None:
+    assert bench.main(["--ops", "conv"]) == 2
+    assert "unknown op" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench.main(["--shapes", "8192"])
