@@ -33,6 +33,11 @@ VARIANTS = {
     "resident-ws4": f"plan{{{ROWS},num_warps=4}},{CACHED},pipeline,warp-specialize,{TAIL}",
     "ring3": f"plan{{{ROWS}}},{CACHED},pipeline{{stages=3}},{TAIL}",
     "triton-default": "triton-default",
+    "resident-64k": f"plan{{row_block_bytes=65536}},{CACHED},pipeline,{TAIL}",
+    "resident-x1": f"plan{{xblock=1}},{CACHED},pipeline,{TAIL}",
+    "resident-x1-w8": f"plan{{xblock=1,num_warps=8}},{CACHED},pipeline,{TAIL}",
+    "ring3-x1": f"plan{{xblock=1}},{CACHED},pipeline{{stages=3}},{TAIL}",
+    "ring4-x1-c1024": f"plan{{xblock=1,chunk=1024,max_rblock=1024}},{CACHED},pipeline{{stages=4}},{TAIL}",
 }
 
 
@@ -76,6 +81,9 @@ def run(ops: list[str], shapes: list[tuple[int, int]], variants: list[str], out:
         log.flush()
 
     say(f"{torch.cuda.get_device_name()} torch {torch.__version__}")
+    from bench import warm_up
+
+    warm_up()
     for op in ops:
         for m, n in shapes:
             torch.manual_seed(0)
