@@ -180,3 +180,63 @@ tile.kernel @scale(%x: ptr<f32>, %y: ptr<f32>) constexprs(XBLOCK) attributes {gr
     k.run(y, x, stream=0)
     torch.testing.assert_close(y, 2 * x)
     assert k.launches == {"primary": 1, "fallback": 0}
+
+
+class FakeCompiled:
+    """What the launcher uses of Triton's CompiledKernel: `run(grid..., stream, ..., *args)`."""
+
+    function, packed_metadata = "function", "metadata"
+
+    def __init__(self, calls: list[tuple[str, Any]], key: Any) -> None:
+        self.calls, self.key = calls, key
+
+    def launch_metadata(self, grid: Any, stream: Any, *args: Any) -> None:
+        return None
+
+    def run(
+        self, g0: int, g1: int, g2: int, stream: int, fn: Any, meta: Any, lm: Any, enter: Any, exit: Any, *args: Any
+    ) -> None:
+        self.calls.append(("compiled", (self.key, (g0, g1, g2), stream)))
+        x, y, _block = args
+        y.copy_(2 * x)
+
+
+def compiling_module(calls: list[tuple[str, Any]]) -> FakeModule:
+    """A module with the emitted interface of `launch_args` and a `launch` returning the compiled
+    kernel (compiled once per alignment of x, as Triton's cache key does)."""
+
+    def launch_args(x: torch.Tensor, y: torch.Tensor, num_sms: int = 1) -> tuple[tuple[int, ...], tuple[Any, ...]]:
+        return (x.shape[0],), (x, y, 64)
+
+    def launch(x: torch.Tensor, y: torch.Tensor, num_sms: int = 1) -> FakeCompiled:
+        calls.append(("jit", x.data_ptr() % 16 == 0))
+        y.copy_(2 * x)
+        return FakeCompiled(calls, x.data_ptr() % 16 == 0)
+
+    return FakeModule(launch_args=launch_args, launch=launch)
+
+
+def test_after_the_first_launch_the_compiled_kernel_is_called_directly(monkeypatch) -> None:
+    import tilec.runtime.launch as launch
+
+    monkeypatch.setattr(launch, "_current_device", lambda: 0)
+    monkeypatch.setattr(launch, "_current_stream", lambda index: 7)
+    calls: list[tuple[str, Any]] = []
+    k = TilecKernel("k", variant(compiling_module(calls), "triton", (0, 1)), device="cuda")
+    k._sms = lambda: 132  # type: ignore[method-assign]
+    x = torch.randn(4, 64)
+    y = torch.empty_like(x)
+    k.run(x, y)
+    k.run(x, y)
+    k.run(x, y, stream=9)
+    torch.testing.assert_close(y, 2 * x)
+    assert calls == [("jit", True), ("compiled", (True, (4, 1, 1), 7)), ("compiled", (True, (4, 1, 1), 9))]
+    # an argument Triton would specialize differently (a pointer not 16-byte aligned) goes through
+    # Triton again, and gets its own compiled kernel
+    storage = torch.randn(4 * 64 + 1)
+    odd = storage[1:].view(4, 64)
+    k.run(odd, y)
+    k.run(odd, y)
+    torch.testing.assert_close(y, 2 * odd)
+    assert calls[3:] == [("jit", False), ("compiled", (False, (4, 1, 1), 7))]
+    assert k.launches == {"primary": 5, "fallback": 0}

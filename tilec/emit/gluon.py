@@ -12,8 +12,10 @@ two, shared memory over the budget, invalid swizzles (the layouts reject those t
 
 The emitted module defines `KERNEL`, `SIGNATURE` (Triton's type string per parameter, for
 ahead-of-time compilation), `CONSTEXPRS`, `DIVISIBLE` (the pointer parameters), `NUM_WARPS`,
-`MAXNREG`, `GRID(*args, num_sms)`, `descriptors(*args)` and `launch(*args, num_sms=None, descs=None)`
-(`descs`: the dict `descriptors` returns, when the caller keeps it between launches).
+`MAXNREG`, `GRID(*args, num_sms)`, `descriptors(*args)`, `launch_args(*args, num_sms, descs=None)`
+(the grid and the kernel's whole positional argument list, constexprs included) and
+`launch(*args, num_sms=None, descs=None)`, which returns Triton's compiled kernel (`descs`: the dict
+`descriptors` returns, when the caller keeps it between launches).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from tilec.ir.verify import H100_SMEM_BYTES, verify
 
 RESERVED = {
     "launch",
+    "launch_args",
+    "args",
+    "grid",
     "descriptors",
     "GRID",
     "KERNEL",
@@ -245,10 +250,10 @@ class GluonEmitter(PythonEmitter):
         divisible = [self.n(p) for p in k.params if isinstance(p.type, PointerType)]
         grid = ", ".join(py_expr(g, names) for g in k.launch.grid)
         call = [self.n(p) if not isinstance(p.type, TensorDescType) else f'descs["{self.n(p)}"]' for p in k.params]
-        call += [f"{c}={v}" for c, v in k.constexprs.items()]
-        call.append(f"num_warps={k.launch.num_warps}")
+        call += [str(v) for v in k.constexprs.values()]
+        options = [f"num_warps={k.launch.num_warps}"]
         if k.launch.maxnreg is not None:
-            call.append(f"maxnreg={k.launch.maxnreg}")
+            options.append(f"maxnreg={k.launch.maxnreg}")
         return "\n".join(
             [
                 f"KERNEL = {self.kname}",
@@ -267,12 +272,17 @@ class GluonEmitter(PythonEmitter):
                 "    return {" + ", ".join(descs) + "}",
                 "",
                 "",
+                f"def launch_args({lead}num_sms=1, descs=None):",
+                "    if descs is None:",
+                f"        descs = descriptors({args})",
+                f"    return GRID({lead}num_sms=num_sms), ({', '.join(call)},)",
+                "",
+                "",
                 f"def launch({lead}num_sms=None, descs=None):",
                 "    if num_sms is None:",
                 "        num_sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count",
-                "    if descs is None:",
-                f"        descs = descriptors({args})",
-                f"    {self.kname}[GRID({lead}num_sms=num_sms)]({', '.join(call)})",
+                f"    grid, args = launch_args({lead}num_sms=num_sms, descs=descs)",
+                f"    return {self.kname}[grid](*args, {', '.join(options)})",
             ]
         )
 

@@ -4,8 +4,10 @@ Triton chooses layouts itself, so the emitter leaves them out. Ops that need Hop
 (shared memory, TMA, mbarriers, partitions) belong to the Gluon emitter.
 
 The emitted module defines the kernel, the helper combine functions it needs, `KERNEL`,
-`CONSTEXPRS`, `NUM_WARPS`, `GRID(*args, num_sms)` and `launch(*args, num_sms=...)`, which launches
-the kernel on the arguments passed for the kernel's parameters, in order.
+`CONSTEXPRS`, `NUM_WARPS`, `GRID(*args, num_sms)`, `launch_args(*args, num_sms)` (the grid and the
+kernel's whole positional argument list, constexprs included) and `launch(*args, num_sms=...)`,
+which launches the kernel on the arguments passed for the kernel's parameters, in order, and
+returns Triton's compiled kernel.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from tilec.ir.core import Kernel, Module
 from tilec.ir.dtypes import DType
 from tilec.ir.types import PointerType
 
-RESERVED = {"launch", "GRID", "KERNEL", "CONSTEXPRS", "NUM_WARPS", "num_sms", "grid"}
+RESERVED = {"launch", "launch_args", "args", "GRID", "KERNEL", "CONSTEXPRS", "NUM_WARPS", "num_sms", "grid"}
 
 
 @dataclass
@@ -76,7 +78,7 @@ class TritonEmitter(PythonEmitter):
         grid = ", ".join(py_expr(g, names) for g in k.launch.grid)
         args = ", ".join(params)
         lead = f"{args}, " if args else ""
-        kwargs = ", ".join([f"{c}={v}" for c, v in k.constexprs.items()] + [f"num_warps={k.launch.num_warps}"])
+        call = ", ".join([*params, *(str(v) for v in k.constexprs.values())])
         return "\n".join(
             [
                 f"KERNEL = {self.kname}",
@@ -88,8 +90,13 @@ class TritonEmitter(PythonEmitter):
                 f"    return ({grid},)",
                 "",
                 "",
+                f"def launch_args({lead}num_sms=1):",
+                f"    return GRID({lead}num_sms=num_sms), ({call},)",
+                "",
+                "",
                 f"def launch({lead}num_sms=1):",
-                f"    {self.kname}[GRID({lead}num_sms=num_sms)]({lead}{kwargs})",
+                f"    grid, args = launch_args({lead}num_sms=num_sms)",
+                f"    return {self.kname}[grid](*args, num_warps={k.launch.num_warps})",
             ]
         )
 

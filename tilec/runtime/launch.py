@@ -65,6 +65,8 @@ class Variant:
     def __init__(self, source: str, kind: str, order: tuple[int, ...], interpret: bool) -> None:
         self.source, self.kind, self.order, self.interpret = source, kind, order, interpret
         self._module: ModuleType | None = None
+        # Triton's compiled kernel per (device, specialization of the arguments): see `_launch`
+        self.compiled: dict[tuple[Any, ...], Any] = {}
 
     @property
     def module(self) -> ModuleType:
@@ -160,13 +162,33 @@ class TilecKernel:
         kwargs: dict[str, Any] = {"num_sms": self._sms()}
         if descs is not None:
             kwargs["descs"] = descs
-        if stream is None or self.device == "cpu" or stream == _current_stream():
+        if self.device == "cpu":
             module.launch(*variant.args(args), **kwargs)
             return
-        import torch
+        # The fast path: Triton's `kernel[grid](...)` spends tens of microseconds of host time per
+        # launch binding and specializing the arguments, which a small kernel cannot hide. After
+        # the first launch, the compiled kernel it returned is called directly, as Inductor's
+        # own launchers do, for arguments with the same specialization (what Triton's cache key
+        # takes from run-time values: pointer alignment, integer divisibility); any other goes
+        # through Triton again.
+        prepare = getattr(module, "launch_args", None)
+        if prepare is not None:
+            index = _current_device()
+            grid, kernel_args = prepare(*variant.args(args), **kwargs)
+            key = (index, *map(_specialization, kernel_args))
+            compiled = variant.compiled.get(key)
+            if compiled is not None:
+                _run_compiled(compiled, grid, _current_stream(index) if stream is None else stream, kernel_args)
+                return
+        if stream is None or stream == _current_stream(_current_device()):
+            compiled = module.launch(*variant.args(args), **kwargs)
+        else:
+            import torch
 
-        with torch.cuda.stream(torch.cuda.ExternalStream(stream)):
-            module.launch(*variant.args(args), **kwargs)
+            with torch.cuda.stream(torch.cuda.ExternalStream(stream)):
+                compiled = module.launch(*variant.args(args), **kwargs)
+        if prepare is not None and _is_compiled(compiled):
+            variant.compiled[key] = compiled
 
     def _sms(self) -> int:
         if self.device == "cpu":
@@ -220,10 +242,54 @@ def _rebind(template: Any, tensor: Any) -> Any:
     return d
 
 
-def _current_stream() -> int:
+def _current_device() -> int:
     import torch
 
-    return int(torch._C._cuda_getCurrentRawStream(torch.cuda.current_device()))
+    return torch.cuda.current_device()
+
+
+def _current_stream(index: int) -> int:
+    import torch
+
+    return int(torch._C._cuda_getCurrentRawStream(index))
+
+
+def _specialization(arg: Any) -> Any:
+    """What Triton's cache key takes from an argument's run-time value (triton/runtime/jit.py):
+    a tensor's dtype and whether its pointer is 16-byte aligned; an integer's 1-ness and
+    16-divisibility; the type of anything else (descriptors: their block and layout are the
+    kernel's constants)."""
+    if hasattr(arg, "data_ptr"):
+        return (arg.dtype, arg.data_ptr() % 16 == 0)
+    if isinstance(arg, bool):
+        return (bool, arg)
+    if isinstance(arg, int):
+        return (int, arg == 1, arg % 16 == 0, -(2**31) <= arg < 2**31)
+    return type(arg)
+
+
+def _is_compiled(kernel: Any) -> bool:
+    return all(hasattr(kernel, a) for a in ("run", "function", "packed_metadata", "launch_metadata"))
+
+
+def _run_compiled(kernel: Any, grid: tuple[int, ...], stream: int, args: tuple[Any, ...]) -> None:
+    """Launches Triton's compiled kernel as `JITFunction.run` does once it has it."""
+    from triton import knobs
+
+    g1 = grid[1] if len(grid) > 1 else 1
+    g2 = grid[2] if len(grid) > 2 else 1
+    kernel.run(
+        grid[0],
+        g1,
+        g2,
+        stream,
+        kernel.function,
+        kernel.packed_metadata,
+        kernel.launch_metadata(grid, stream, *args),
+        knobs.runtime.launch_enter_hook,
+        knobs.runtime.launch_exit_hook,
+        *args,
+    )
 
 
 def load_kernel(
