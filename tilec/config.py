@@ -8,7 +8,7 @@
 Read at compile time, for every kernel; `fingerprint()` is part of Inductor's FX-graph cache key
 (through the hook's custom pass), so changing a setting never reuses a kernel compiled under
 another. The environment sets the initial values: `TILEC_EMITTER`, `TILEC_DISABLE=1`,
-`TILEC_STRICT=1`. This module imports nothing heavy (`tilec opt` never imports torch).
+`TILEC_STRICT=1`, `TILEC_NO_DECLINE=1`. This module imports nothing heavy (`tilec opt` never imports torch).
 """
 
 from __future__ import annotations
@@ -28,16 +28,21 @@ def _flag(name: str) -> bool:
 
 
 # Which emitter prints the kernels tilec takes: "gluon" (Hopper and newer: TMA, shared memory),
-# "triton" (plain Triton, any GPU and the CPU interpreter), or "auto": Gluon on sm_90+, else Triton.
+# "triton" (plain Triton, any GPU and the CPU interpreter), or "auto": per kernel, the one the
+# chooser's measurements favour (tilec.passes.chooser), Gluon on sm_90+ where none applies, else Triton.
 emitter: str = os.environ.get("TILEC_EMITTER", "auto").strip().lower() or "auto"
 # False: the hook stays registered but every kernel goes to stock Inductor.
 enabled: bool = not _flag("TILEC_DISABLE")
 # True: any tilec failure (lowering, passes, emitting, loading) raises instead of falling back.
 strict: bool = _flag("TILEC_STRICT")
+# True: on a CUDA GPU, kernels where stock Inductor measured faster than tilec stay on stock code
+# (tilec.passes.chooser: its rules and their measurements; tilec.report() gives the reason).
+# False: tilec takes every kernel it can. `TILEC_NO_DECLINE=1` starts it False.
+decline: bool = not _flag("TILEC_NO_DECLINE")
 # The pass pipeline run before each emitter (names from tilec.passes, or pipeline strings).
 pipelines: dict[str, str] = {"gluon": "gluon-default", "triton": "triton-default"}
 
-_FIELDS = ("emitter", "enabled", "strict", "pipelines")
+_FIELDS = ("emitter", "enabled", "strict", "decline", "pipelines")
 
 
 class ConfigError(ValueError):
@@ -60,7 +65,10 @@ def fingerprint() -> str:
     from tilec import __version__
 
     pipes = ";".join(f"{k}={pipelines[k]}" for k in sorted(pipelines))
-    return f"tilec={__version__} enabled={bool(enabled)} emitter={emitter} strict={bool(strict)} pipelines={pipes}"
+    return (
+        f"tilec={__version__} enabled={bool(enabled)} emitter={emitter} strict={bool(strict)} "
+        f"decline={bool(decline)} pipelines={pipes}"
+    )
 
 
 def snapshot() -> dict[str, Any]:

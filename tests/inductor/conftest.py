@@ -23,9 +23,10 @@ def hook() -> Iterator[None]:
 @pytest.fixture
 def fresh(hook: None) -> Iterator[None]:
     """A clean slate per test: no compiled frames, no records, no FX-graph cache (a cache hit would
-    generate no kernels and so record none); tilec's settings restored afterwards."""
+    generate no kernels and so record none); tilec's settings restored afterwards. The chooser's
+    measured declines are off (tests/inductor/test_cuda_codegen.py checks them on their own)."""
     torch._dynamo.reset()
     tilec.reset_report()
-    with tilec.config.patch(), torch._inductor.config.patch(fx_graph_cache=False):
+    with tilec.config.patch(decline=False), torch._inductor.config.patch(fx_graph_cache=False):
         yield
     torch._dynamo.reset()

@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 import attention_softmax  # noqa: E402
 import layernorm  # noqa: E402
 import rmsnorm  # noqa: E402
+import softmax  # noqa: E402
 
 
 class _StopError(Exception):
@@ -110,6 +111,20 @@ def test_the_triton_emitter(codegen: Callable[..., str]) -> None:
     assert (rec.emitter, rec.pipeline) == ("triton", "triton-default")
     ((_, _, kind, kw),) = definitions(code).values()
     assert kind == "triton" and "fallback" not in kw and "tma" not in kw
+
+
+def test_the_chooser_declines_where_stock_measured_faster(codegen: Callable[..., str]) -> None:
+    """LayerNorm rows of 2 KB: stock Inductor's kernel measured faster on the H100, so it stays;
+    softmax rows of 3 KB: the Triton emitter measured fastest. tilec.report() says which and why."""
+    with tilec.config.patch(decline=True):
+        code = codegen(layernorm.forward, bf16(64, 1000), bf16(1000), bf16(1000))
+        (rec,) = tilec.report()
+        assert not rec.taken and rec.reason.startswith("stock Inductor measured faster for mean-var rows")
+        assert "tilec.runtime.launch" not in code and "@triton.jit" in code  # stock's own kernel
+        tilec.reset_report()
+        codegen(softmax.forward, bf16(64, 1500))
+        (rec,) = tilec.report()
+        assert rec.taken and rec.emitter == "triton"
 
 
 def test_identical_kernels_are_defined_once(codegen: Callable[..., str]) -> None:

@@ -245,6 +245,14 @@ def attempt(scheduling: Any, features: Any, device: Any) -> Plan | str:
         lowered = lower(features, scheduling, name=PLACEHOLDER, strict=cfg.strict)
         if isinstance(lowered, Unsupported):
             return lowered.reason
+        if device.type == "cuda":  # the chooser's rules are GPU measurements
+            from tilec.passes.chooser import Decline, choose
+
+            forced = cfg.emitter if cfg.emitter != "auto" else None
+            choice = choose(lowered.kernel, hopper=emitter == "gluon", forced=forced, decline=cfg.decline)
+            if isinstance(choice, Decline):
+                return choice.reason
+            emitter = choice.emitter
         plan = build(lowered, emitter, device.type)
         plan.stem = name_stem(lowered, list(features.node_schedule))
         return plan

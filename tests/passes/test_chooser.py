@@ -1,0 +1,67 @@
+"""The chooser: kernel signatures of the examples, and the measured rules (which emitter, or stock)."""
+
+from __future__ import annotations
+
+import pytest
+
+from examples import example
+from tilec.passes.chooser import RULES, Choice, Decline, choose, signature
+
+
+@pytest.mark.parametrize(
+    ("name", "family"),
+    [("rmsnorm", "sum"), ("layernorm", "mean-var"), ("softmax", "softmax"), ("log_softmax", "softmax")],
+)
+def test_signature_family(name: str, family: str) -> None:
+    ex = example(name, 64, 2048)
+    sig = signature(ex.kernel())
+    assert (sig.family, sig.rows, sig.n, sig.row_bytes) == (family, 64, 2048, 4096)
+
+
+def test_signature_of_fp32_rows_counts_bytes() -> None:
+    assert signature(example("rmsnorm", 8, 4096, "f32").kernel()).row_bytes == 16384
+
+
+@pytest.mark.parametrize(
+    ("name", "cols", "expected"),
+    [
+        ("rmsnorm", 1024, "gluon"),  # no rule: the default
+        ("rmsnorm", 16384, "stock"),  # 32 KiB rows: stock measured faster
+        ("layernorm", 1024, "stock"),
+        ("layernorm", 2048, "gluon"),
+        ("layernorm", 8192, "stock"),
+        ("softmax", 512, "stock"),
+        ("softmax", 1024, "triton"),
+        ("softmax", 4096, "gluon"),
+        ("softmax", 16384, "triton"),
+    ],
+)
+def test_rules_on_hopper(name: str, cols: int, expected: str) -> None:
+    rows = 16 if cols < 8192 else 4096  # few long rows: Inductor splits the reduction into two kernels
+    choice = choose(example(name, rows, cols).kernel(), hopper=True)
+    got = "stock" if isinstance(choice, Decline) else choice.emitter
+    assert got == expected, choice
+    if isinstance(choice, Decline):
+        assert choice.reason.startswith("stock Inductor measured faster for ") and "vs" in choice.reason
+
+
+def test_without_hopper_gluon_rules_fall_back_to_triton() -> None:
+    choice = choose(example("layernorm", 16, 2048).kernel(), hopper=False)
+    assert choice == Choice("triton", choice.reason)  # type: ignore[union-attr]
+
+
+def test_forced_emitter_and_decline_off() -> None:
+    k = example("layernorm", 16, 1024).kernel()
+    assert isinstance(choose(k, hopper=True, forced="gluon"), Decline)  # a measured loss still declines
+    forced = choose(k, hopper=True, forced="gluon", decline=False)
+    assert isinstance(forced, Choice) and forced.emitter == "gluon"
+    softmax = choose(example("softmax", 16, 1024).kernel(), hopper=True, forced="gluon")
+    assert isinstance(softmax, Choice) and softmax.emitter == "gluon"  # forced wins over a rule's emitter
+
+
+def test_rules_do_not_overlap() -> None:
+    for a in RULES:
+        assert a.lo < a.hi and a.action in ("gluon", "triton", "stock") and a.evidence
+        for b in RULES:
+            if a is not b and a.family == b.family:
+                assert a.hi <= b.lo or b.hi <= a.lo, (a, b)

@@ -1,0 +1,124 @@
+"""The chooser: which emitter prints a kernel, or whether stock Inductor keeps it — from measurement.
+
+    choice = choose(kernel, hopper=True)            # a logical-form kernel
+    if isinstance(choice, Decline): ...             # stock Inductor runs it; choice.reason says why
+    else: choice.emitter                            # "gluon" or "triton"
+
+A kernel is described by its `Signature`: the family of its reductions (what it computes: a row
+sum as in RMSNorm, mean and variance as in LayerNorm, softmax's max-and-sum), its row length and
+the bytes of a row of its widest input. `RULES` maps families and row sizes to the emitter that
+measured fastest on the H100, or to `stock` where stock Inductor's kernel measured faster than
+both of tilec's. Each rule carries its evidence: the device-time figures (% of a same-size copy)
+from `tilec bench`, in bench/results/2026-11-22-suite/. A kernel no rule covers gets the
+heuristic default: Gluon on Hopper, Triton elsewhere.
+
+The rules are measured, for 2-byte types, on one GPU; row bytes (not elements) key them, so
+fp32 rows of half the length fall under the same rule. `tilec.config.emitter` set to "gluon" or
+"triton" forces that emitter; `tilec.config.decline = False` keeps every kernel tilec can take.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilec.ir.core import Kernel
+from tilec.passes.plan import reduction_numel, widest_row_load_bytes, x_numel
+
+__all__ = ["RULES", "Choice", "Decline", "Rule", "Signature", "choose", "signature"]
+
+KIB = 1024
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What the choice depends on."""
+
+    family: str  # "sum" (RMSNorm-like), "mean-var" (LayerNorm-like), "softmax", "reduce", "pointwise"
+    rows: int | None  # M, if constant
+    n: int | None  # the row length, if constant
+    row_bytes: int  # n x the widest input element (0 if n is unknown)
+
+
+@dataclass(frozen=True)
+class Choice:
+    emitter: str  # "gluon" | "triton"
+    reason: str
+
+
+@dataclass(frozen=True)
+class Decline:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    family: str
+    lo: int  # row bytes, inclusive
+    hi: int  # row bytes, exclusive
+    action: str  # "gluon" | "triton" | "stock"
+    evidence: str
+
+
+# Device time, % of a same-size copy, bf16, H100 80GB HBM3, torch 2.11, triton 3.6
+# (bench/results/2026-11-22-suite): "tilec-gluon / tilec-triton vs compile (torch.compile default)".
+RULES: tuple[Rule, ...] = (
+    Rule("sum", 32 * KIB, 2**62, "stock", "4096x16384 95/89 vs 100; 4096x32768 82/64 vs 97; 8192x65536 52/63 vs 70"),
+    Rule("mean-var", 0, 4 * KIB, "stock", "32768x512 93/90 vs 99; 65536x1024 91/90 vs 99"),
+    Rule(
+        "mean-var", 4 * KIB, 16 * KIB, "gluon", "32768x2048 92/89 vs 86; 8192x4096 93/92 vs 88; 32768x4096 94/91 vs 87"
+    ),
+    Rule(
+        "mean-var",
+        16 * KIB,
+        2**62,
+        "stock",
+        "8192x8192 91/87 vs 100; 16384x8192 91/87 vs 100; 4096x16384 86/96 vs 98; 4096x32768 56/64 vs 93",
+    ),
+    Rule("softmax", 0, 2 * KIB, "stock", "32768x512 97/99 vs 99.5"),
+    Rule("softmax", 2 * KIB, 4 * KIB, "triton", "65536x1024 99.5/100.5 vs 99.6"),
+    Rule("softmax", 32 * KIB, 64 * KIB, "triton", "4096x16384 95/98 vs 62"),
+    Rule(
+        "softmax", 64 * KIB, 2**62, "triton", "4096x32768 63/65 vs 65; 8192x65536 43/64 vs 61; 32768x50257 41/47 vs 48"
+    ),
+)
+
+
+def _family(kernel: Kernel) -> str:
+    kinds: list[str] = []
+    for op in kernel.walk():
+        if op.name == "tile.reduce":
+            kinds.append(str(op.attr("kind")))
+        elif op.name in ("tile.welford", "tile.softmax_reduce"):
+            kinds.append(op.name.removeprefix("tile."))
+    if not kinds:
+        return "pointwise"
+    if "softmax_reduce" in kinds or sorted(set(kinds)) == ["max", "sum"]:
+        return "softmax"
+    if "welford" in kinds or kinds == ["sum", "sum"]:
+        return "mean-var"
+    if kinds == ["sum"]:
+        return "sum"
+    return "reduce"
+
+
+def signature(kernel: Kernel) -> Signature:
+    """The signature of a logical-form kernel."""
+    n = reduction_numel(kernel)
+    return Signature(_family(kernel), x_numel(kernel), n, n * widest_row_load_bytes(kernel) if n else 0)
+
+
+def choose(kernel: Kernel, hopper: bool, forced: str | None = None, decline: bool = True) -> Choice | Decline:
+    """The emitter for `kernel` (logical form), or Decline where stock Inductor measured faster.
+
+    `hopper`: the Gluon emitter can run here. `forced`: the emitter the user set (no choice
+    between emitters is made). `decline`: whether measured losses decline."""
+    sig = signature(kernel)
+    rule = next((r for r in RULES if r.family == sig.family and r.lo <= sig.row_bytes < r.hi), None)
+    where = f"{sig.family} rows of {sig.row_bytes} bytes"
+    if rule is not None and rule.action == "stock" and decline:
+        return Decline(f"stock Inductor measured faster for {where} ({rule.evidence})")
+    if forced is not None:
+        return Choice(forced, f"tilec.config.emitter = {forced!r}")
+    if rule is not None and rule.action in ("gluon", "triton") and (rule.action == "triton" or hopper):
+        return Choice(rule.action, f"measured fastest for {where} ({rule.evidence})")
+    return Choice("gluon" if hopper else "triton", "the default: Gluon on Hopper and newer, Triton elsewhere")
