@@ -4,23 +4,31 @@ kernel's source from its file), imported, and kept in memory.
 The cache key is the source's hash, the Triton version, the target and whether the module runs
 under Triton's interpreter; files are written atomically, so processes can share the cache.
 Only source produced by tilec's emitters is loaded (names in it come from validated IR).
+
+Triton's interpreter keeps its state in module globals (the language it patches for a run, the
+program index): two launches at once, from two threads, corrupt each other. The `launch` of a
+module loaded for the interpreter therefore takes a process-wide lock.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import os
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 _lock = threading.Lock()
 _modules: dict[str, ModuleType] = {}
+# held by every interpreted launch (Triton's interpreter is not thread-safe)
+interpreter_lock = threading.RLock()
 
 
 def cache_dir() -> Path:
@@ -105,6 +113,15 @@ def _decorating(interpret: bool) -> Iterator[None]:
     yield
 
 
+def _serialized(launch: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(launch)
+    def serialized(*args: Any, **kwargs: Any) -> Any:
+        with interpreter_lock:
+            return launch(*args, **kwargs)
+
+    return serialized
+
+
 def load_source(source: str, target: str = "cuda", interpret: bool = False) -> ModuleType:
     """The module for `source`, loaded once per process and written once per cache."""
     key = cache_key(source, target, interpret)
@@ -126,5 +143,8 @@ def load_source(source: str, target: str = "cuda", interpret: bool = False) -> M
             except BaseException:
                 del sys.modules[name]
                 raise
+        launch = getattr(module, "launch", None)
+        if interpret and callable(launch):
+            module.launch = _serialized(launch)  # type: ignore[attr-defined]
         _modules[key] = module
         return module
