@@ -59,6 +59,73 @@ def test_report_from_results(bench, tmp_path: Path) -> None:
     assert "- tilec-gluon: 1.600x (1 shapes)" in md
 
 
+def test_report_reads_device_time_first(bench, tmp_path: Path) -> None:
+    result = bench.Result
+    env = {"gpu": "test GPU"}
+    common = {"meta": env, "compile_s": 2.0}
+    results = [
+        result(
+            "rmsnorm",
+            8,
+            512,
+            "bf16",
+            "copy",
+            True,
+            1.0,
+            100.0,
+            100.0,
+            meta=env,
+            device_ms=0.5,
+            device_gbps=200.0,
+            device_pct=100.0,
+            host_us=5.0,
+        ),
+        # host-bound end to end (4 ms), 0.8 ms on the device
+        result(
+            "rmsnorm",
+            8,
+            512,
+            "bf16",
+            "compile",
+            True,
+            4.0,
+            25.0,
+            25.0,
+            device_ms=0.8,
+            device_gbps=125.0,
+            device_pct=62.5,
+            host_us=90.0,
+            **common,
+        ),
+        result(
+            "rmsnorm",
+            8,
+            512,
+            "bf16",
+            "tilec-gluon",
+            True,
+            4.0,
+            25.0,
+            25.0,
+            device_ms=0.5,
+            device_gbps=200.0,
+            device_pct=100.0,
+            host_us=95.0,
+            **common,
+        ),
+    ]
+    jsonl = tmp_path / "r.jsonl"
+    jsonl.write_text("".join(json.dumps(asdict(r)) + "\n" for r in results))
+    assert bench.main(["--report", str(jsonl), "--out", str(tmp_path / "out")]) == 0
+    md = (tmp_path / "out" / "results.md").read_text()
+    device = md[md.index("## device") : md.index("## end-to-end")]
+    assert "| rmsnorm | 8x512 | 200 | 200 (100) | 125 (62) |" in device
+    assert "| rmsnorm | 8x512 | 5 | 95 | 90 |" in md[md.index("## host") :]
+    assert "- tilec-gluon: 1.600x (1 shapes)" in md  # device: 0.8 / 0.5
+    assert "- tilec-gluon: 1.000x (1 shapes)" in md  # end to end
+    assert "- tilec-gluon: 2.0 s (+0% over compile)" in md
+
+
 def test_bad_arguments(bench, capsys) -> None:
     assert bench.main(["--ops", "conv"]) == 2
     assert "unknown op" in capsys.readouterr().err
