@@ -16,7 +16,11 @@ from examples import OUTPUTS, example, kernel_count, run_interp, run_triton
 
 
 @settings(
-    max_examples=40, deadline=None, phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck)
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
 )
 @given(
     name=st.sampled_from(sorted(OUTPUTS)),
