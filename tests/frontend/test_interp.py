@@ -13,19 +13,12 @@ from tilec import interp
 from tilec.frontend import Lowered
 from tilec.frontend.capture import capture
 from tilec.frontend.dump import load_target
+from tilec.interp.dtypes import TORCH_DTYPES
 from tilec.ir import Kernel, parse, print_kernel
 from tilec.passes import run_pipeline
 from tilec.testing import assert_close
 
 ROOT = Path(__file__).resolve().parents[2]
-DTYPES = {
-    "bf16": torch.bfloat16,
-    "f16": torch.float16,
-    "f32": torch.float32,
-    "i64": torch.int64,
-    "i32": torch.int32,
-    "i1": torch.bool,
-}
 
 # example: (shape, {output parameter: index of the function's output it holds})
 CASES = {
@@ -45,7 +38,7 @@ def run_kernel(kernel: Kernel, lowered: Lowered, inputs: list[torch.Tensor], inp
             args.append(inputs[int(a.buffer[3:].split("_")[0])])
             continue
         assert a.shape is not None and a.strides is not None
-        buf = torch.empty_strided(a.shape, a.strides, dtype=DTYPES[a.dtype])
+        buf = torch.empty_strided(a.shape, a.strides, dtype=TORCH_DTYPES[a.dtype])
         if a.is_read:  # in place on a matmul's output
             assert inplace is not None
             buf.copy_(inplace.reshape(a.shape))
@@ -96,7 +89,7 @@ def run_chain(fn, inputs: list[torch.Tensor]) -> torch.Tensor:
                 continue
             assert a.shape is not None and a.strides is not None
             if a.buffer not in buffers:
-                buffers[a.buffer] = torch.zeros(a.shape, dtype=DTYPES[a.dtype]).as_strided(a.shape, a.strides)
+                buffers[a.buffer] = torch.zeros(a.shape, dtype=TORCH_DTYPES[a.dtype]).as_strided(a.shape, a.strides)
             args.append(buffers[a.buffer])
             last = a.buffer if a.is_written else last
         kernel = parse(print_kernel(lowered.kernel)).kernels[0]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from gpu_support import hopper
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
@@ -23,10 +24,6 @@ from tilec.testing import assert_close
 pytestmark = pytest.mark.gpu
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
-
-
-def hopper() -> bool:
-    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 9
 
 
 @settings(

@@ -12,11 +12,11 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
+from gpu_support import hopper
 from torch import nn
 
 import tilec
@@ -24,25 +24,12 @@ from tilec.inductor.check import EXAMPLES, check_example, check_function
 from tilec.runtime import loaded_kernels
 from tilec.testing import relative_error
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("hooked")]
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples"))
 
 import rmsnorm as rmsnorm_example  # noqa: E402
-
-
-def hopper() -> bool:
-    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 9
-
-
-@pytest.fixture(autouse=True)
-def hooked() -> Iterator[None]:
-    torch._dynamo.reset()
-    tilec.reset_report()
-    with tilec.installed(), tilec.config.patch(decline=False), torch._inductor.config.patch(fx_graph_cache=False):
-        yield
-    torch._dynamo.reset()
 
 
 def emitters() -> list[str]:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
+from gpu_support import hopper
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "passes"))
 
@@ -16,10 +16,7 @@ from tilec.ir.ops import TmaLoadOp, WarpSpecializeOp
 
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(
-        not (torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 9),
-        reason="Gluon with TMA needs Hopper or newer",
-    ),
+    pytest.mark.skipif(not hopper(), reason="Gluon with TMA needs Hopper or newer"),
 ]
 
 TAIL = "canonicalize,cse,fp32-at-use,dce"

@@ -14,19 +14,12 @@ from tilec import interp
 from tilec.frontend import Lowered
 from tilec.frontend.capture import capture
 from tilec.frontend.dump import load_target
+from tilec.interp.dtypes import TORCH_DTYPES
 from tilec.ir import Kernel, parse, print_kernel
 from tilec.passes import run_pipeline
 from tilec.testing import assert_close
 
 ROOT = Path(__file__).resolve().parents[2]
-TORCH_DTYPES = {
-    "bf16": torch.bfloat16,
-    "f16": torch.float16,
-    "f32": torch.float32,
-    "i64": torch.int64,
-    "i32": torch.int32,
-    "i1": torch.bool,
-}
 
 # The row-wise examples and, per kernel parameter that holds a result, which output of the
 # function it is (the function's outputs in order).

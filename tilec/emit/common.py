@@ -8,7 +8,7 @@ import keyword
 import math
 import re
 
-from tilec.ir.core import Kernel, Value
+from tilec.ir.core import Kernel, Module, Value
 from tilec.ir.errors import TilecError
 from tilec.ir.expr import BinExpr, CallExpr, IntExpr, Sym
 from tilec.ir.printer import Namer
@@ -104,3 +104,12 @@ def require_planned(kernel: Kernel, target: str) -> None:
         for r in op.results:
             if isinstance(r.type, TileType) and r.type.layout is None:
                 raise EmitError(f"the {target} emitter needs planned IR: a tile has no layout (run 'plan')", op.loc)
+
+
+def single_kernel(target: Kernel | Module) -> Kernel:
+    """The kernel to emit: `target` itself, or the one kernel of a module (emitters take one)."""
+    if isinstance(target, Module):
+        if len(target.kernels) != 1:
+            raise EmitError(f"emit one kernel at a time; this module has {len(target.kernels)}")
+        return target.kernels[0]
+    return target

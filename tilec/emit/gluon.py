@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tilec.emit.common import EmitError, check_source, py_expr, require_planned
+from tilec.emit.common import EmitError, check_source, py_expr, require_planned, single_kernel
 from tilec.emit.gluon_api import gluon_api
 from tilec.emit.python import HELPERS, PythonEmitter
 from tilec.ir.core import Kernel, Module, Operation, Value
@@ -426,10 +426,4 @@ GluonEmitter.handlers = {
 
 def emit_gluon(target: Kernel | Module) -> GluonModule:
     """Emits one planned kernel (a module must hold exactly one)."""
-    kernel = target
-    if isinstance(target, Module):
-        if len(target.kernels) != 1:
-            raise EmitError(f"emit one kernel at a time; this module has {len(target.kernels)}")
-        kernel = target.kernels[0]
-    assert isinstance(kernel, Kernel)
-    return GluonEmitter(kernel).emit_kernel()
+    return GluonEmitter(single_kernel(target)).emit_kernel()

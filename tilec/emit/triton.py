@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tilec.emit.common import EmitError, check_source, py_expr, require_planned
+from tilec.emit.common import EmitError, check_source, py_expr, require_planned, single_kernel
 from tilec.emit.python import HELPERS, PythonEmitter
 from tilec.ir.core import Kernel, Module
 from tilec.ir.dtypes import DType
@@ -103,10 +103,4 @@ class TritonEmitter(PythonEmitter):
 
 def emit_triton(target: Kernel | Module) -> TritonModule:
     """Emits one planned kernel (a module must hold exactly one)."""
-    kernel = target
-    if isinstance(target, Module):
-        if len(target.kernels) != 1:
-            raise EmitError(f"emit one kernel at a time; this module has {len(target.kernels)}")
-        kernel = target.kernels[0]
-    assert isinstance(kernel, Kernel)
-    return TritonEmitter(kernel).emit_kernel()
+    return TritonEmitter(single_kernel(target)).emit_kernel()
