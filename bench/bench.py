@@ -58,7 +58,9 @@ SUITE = [
 SOFTMAX_EXTRA = [(32768, 50257)]  # neither a power of two nor a multiple of 8
 OTHER_DTYPE_SHAPES = [(32768, 2048), (4096, 16384)]
 OPS = ("rmsnorm", "layernorm", "softmax")
-IMPLS = ("tilec", "tilec-gluon", "tilec-triton", "eager", "compile", "max-autotune", "liger", "copy")
+IMPLS = ("tilec", "tilec-autotune", "tilec-gluon", "tilec-triton", "eager", "compile", "max-autotune", "liger", "copy")
+# run unless --impls says otherwise (tilec-autotune, tilec with its autotuner on, is asked for by name)
+DEFAULT_IMPLS = tuple(i for i in IMPLS if i != "tilec-autotune")
 EPS = 1e-6
 
 
@@ -121,23 +123,40 @@ class Built:
     fn: Callable[..., Any]
     compile_s: float = 0.0
     note: str = ""  # e.g. which kernels tilec took
+    warm_compile_s: float | None = None  # a second compile, Triton's caches warm
 
 
-def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str | None) -> Built:
+def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str | None, warm: bool = False) -> Built:
+    """torch.compile of the op, compiled by its first call (timed). `warm`: compile it once more,
+    after a Dynamo reset, and time that too: Triton's kernel caches are then warm for stock and
+    tilec alike (tilec's own memo of pipeline results is cleared), so the difference is the work
+    tilec adds to Inductor's (lowering, passes, emitting), not which implementation met a cold
+    cache first."""
     import torch
 
     import tilec
 
+    if warm:
+        from tilec.inductor import hook
+
+        first = _compiled(op, inputs, mode, tilec_emitter)
+        hook._built.clear()
+        again = _compiled(op, inputs, mode, tilec_emitter)  # its function is the one Dynamo now holds
+        return Built(again.fn, first.compile_s, first.note, again.compile_s)
     torch.compiler.reset()
     tilec.reset_report()
     fn = FUNCTIONS[op]
     # "auto": the product's defaults (the chooser picks the emitter per kernel and declines where
-    # stock measured faster); "gluon"/"triton": every kernel tilec can take, by that emitter
-    settings = (
-        tilec.config.patch(enabled=True, emitter=tilec_emitter, strict=False, decline=tilec_emitter == "auto")
-        if tilec_emitter
-        else tilec.config.patch(enabled=False)
-    )
+    # stock measured faster); "autotune": the same with the autotuner timing the candidates and
+    # stock; "gluon"/"triton": every kernel tilec can take, by that emitter
+    if tilec_emitter in ("auto", "autotune"):
+        settings = tilec.config.patch(
+            enabled=True, emitter="auto", strict=False, decline=True, autotune=tilec_emitter == "autotune"
+        )
+    elif tilec_emitter:
+        settings = tilec.config.patch(enabled=True, emitter=tilec_emitter, strict=False, decline=False, autotune=False)
+    else:
+        settings = tilec.config.patch(enabled=False)
     start = time.perf_counter()
     with settings, torch._inductor.config.patch(fx_graph_cache=False):
         compiled = torch.compile(fn, dynamic=False, mode=mode)
@@ -155,6 +174,9 @@ def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str |
         reasons = sorted({r.reason for r in records if not r.taken and r.reason})
         if reasons:
             note += "; not taken: " + "; ".join(reasons)
+        tuned = [f"{r.emitter}: {r.autotune}" for r in taken if r.autotune]
+        if tuned:
+            note += "; autotuned: " + "; ".join(tuned)
     return Built(compiled, elapsed, note)
 
 
@@ -178,13 +200,15 @@ def _liger(op: str) -> Callable[..., Any]:
 
 def build(impl: str, op: str, inputs: list[Any]) -> Built:
     if impl == "tilec":
-        return _compiled(op, inputs, None, "auto")
+        return _compiled(op, inputs, None, "auto", warm=True)
+    if impl == "tilec-autotune":
+        return _compiled(op, inputs, None, "autotune")
     if impl == "tilec-gluon":
         return _compiled(op, inputs, None, "gluon")
     if impl == "tilec-triton":
         return _compiled(op, inputs, None, "triton")
     if impl == "compile":
-        return _compiled(op, inputs, None, None)
+        return _compiled(op, inputs, None, None, warm=True)
     if impl == "max-autotune":
         return _compiled(op, inputs, "max-autotune-no-cudagraphs", None)
     if impl == "eager":
@@ -211,6 +235,7 @@ class Result:
     pct_of_copy: float | None = None
     compile_s: float | None = None
     error: str = ""
+    compile_warm_s: float | None = None  # compiled again, Triton's caches warm (tilec and compile)
     note: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
     # device time (cold L2, host kept out; see the module docstring), and host time per call
@@ -223,7 +248,7 @@ class Result:
 def bench_ms(fn: Callable[[], Any]) -> float:
     import triton.testing
 
-    return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
+    return float(triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median"))
 
 
 def copy_ms(m: int, n: int, dtype: Any) -> float:
@@ -234,46 +259,15 @@ def copy_ms(m: int, n: int, dtype: Any) -> float:
     return bench_ms(lambda: dst.copy_(src))
 
 
-_flush: list[Any] = []
-# the spin after each flush: about 0.6 ms at the H100's clock, several times the host's time per call
-SPIN_CYCLES = 1_000_000
-
-
-def _flush_buffer() -> Any:
-    """The buffer zeroed to flush L2 (256 MiB, as do_bench's)."""
-    import torch
-
-    if not _flush:
-        _flush.append(torch.empty(256 * 2**20, dtype=torch.int8, device="cuda"))
-    return _flush[0]
-
-
 def device_ms(fn: Callable[[], Any], estimate_ms: float) -> float:
-    """GPU time of one call on a cold L2, without the host: as `do_bench` (flush L2, event, call,
-    event; median), with the GPU held in a spin kernel after each flush, long enough for the host
-    to queue the whole call before the start event is reached."""
-    import statistics
+    """GPU time of one call on a cold L2, without the host (tilec.runtime.timing): 10-100 calls,
+    about 25 ms of them."""
+    from tilec.runtime.timing import device_ms as timed
 
-    import torch
-
-    cache = _flush_buffer()
-    n = max(10, min(100, int(50.0 / max(estimate_ms, 1e-3))))
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-    for i in range(n):
-        cache.zero_()
-        torch.cuda._sleep(SPIN_CYCLES)
-        starts[i].record()
-        fn()
-        ends[i].record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+    return timed(fn, reps=max(10, min(100, int(25.0 / max(estimate_ms, 1e-3)))))
 
 
-def host_us(fn: Callable[[], Any], n: int = 50) -> float:
+def host_us(fn: Callable[[], Any], n: int = 30) -> float:
     """Host time per call: n calls queued without waiting for the GPU."""
     import torch
 
@@ -344,6 +338,8 @@ def run_case(op: str, m: int, n: int, dtype_name: str, impls: list[str], log: Ca
         try:
             built = build(impl, op, inputs)
             r.compile_s, r.note = round(built.compile_s, 2), built.note
+            if built.warm_compile_s is not None:
+                r.compile_warm_s = round(built.warm_compile_s, 3)
             out = built.fn(*inputs)
             torch.cuda.synchronize()
             check(op, out, ref, dtype)
@@ -474,16 +470,37 @@ def markdown(results: list[Result], env: dict[str, str], impls: list[str]) -> st
             lines.append("")
     compile_s: dict[str, float] = {}
     for r in results:
-        if r.ok and r.compile_s is not None and r.impl in ("tilec", "tilec-gluon", "tilec-triton", "compile"):
+        if (
+            r.ok
+            and r.compile_s is not None
+            and r.impl in ("tilec", "tilec-autotune", "tilec-gluon", "tilec-triton", "compile", "max-autotune")
+        ):
             compile_s[r.impl] = compile_s.get(r.impl, 0.0) + r.compile_s
     if compile_s.get("compile"):
-        lines += ["Compile time, all cases (first call, FX-graph cache off):", ""]
+        lines += [
+            "Compile time, all cases (first call, FX-graph cache off; each case compiles `tilec` first, so it "
+            "meets Triton's cold caches where it declines to stock, and `compile` where tilec took the kernel):",
+            "",
+        ]
         lines += [
             f"- {impl}: {t:.1f} s"
             + (f" ({100 * (t / compile_s['compile'] - 1):+.0f}% over compile)" if impl != "compile" else "")
             for impl, t in compile_s.items()
         ]
         lines.append("")
+    warm: dict[str, float] = {}
+    for r in results:
+        if r.ok and r.compile_warm_s is not None:
+            warm[r.impl] = warm.get(r.impl, 0.0) + r.compile_warm_s
+    if warm.get("compile") and warm.get("tilec"):
+        lines += [
+            "Compile time again, Triton's caches warm (Dynamo reset, tilec's memo cleared): the work tilec "
+            "adds to Inductor's, all cases:",
+            "",
+            f"- tilec: {warm['tilec']:.1f} s ({100 * (warm['tilec'] / warm['compile'] - 1):+.0f}% over compile)",
+            f"- compile: {warm['compile']:.1f} s",
+            "",
+        ]
     notes = sorted(
         {f"{r.op} {r.m}x{r.n} {r.dtype} {r.impl}: {r.note}" for r in results if r.note and "took 0" in r.note}
     )
@@ -576,7 +593,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--dtype", default="all", help="bf16, fp16, fp32, or all (the suite: bf16 everywhere, fp16/fp32 on two shapes)"
     )
-    p.add_argument("--impls", default=",".join(IMPLS), help=f"comma-separated, of {', '.join(IMPLS)}")
+    p.add_argument(
+        "--impls",
+        default=",".join(DEFAULT_IMPLS),
+        help=f"comma-separated, of {', '.join(IMPLS)} (default: all but tilec-autotune)",
+    )
     p.add_argument("--out", default="bench-out", help="directory for results.md, results.jsonl, results.png")
     p.add_argument(
         "--report",

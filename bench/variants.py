@@ -1,6 +1,7 @@
 """Times the forms of one tilec kernel against each other: the kernel Inductor schedules for an op
 and shape, run through several pass pipelines, each emitted, checked against eager and timed
-(do_bench median, L2 flushed), with a same-size copy as the ceiling. Tuning data for the plan
+(tilec.runtime.timing.device_ms: cold L2, the host kept out), with a same-size copy as the
+ceiling; stock Inductor (default and max-autotune) for reference. Tuning data for the plan
 chooser; no torch.compile in the timed path.
 
     python bench/variants.py [--ops rmsnorm,softmax] [--shapes 8192x4096,...] [--variants NAME,...] [--out DIR]
@@ -18,7 +19,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import FUNCTIONS, bench_ms, copy_ms, make_inputs, model_bytes, parse_shapes
+from bench import FUNCTIONS, make_inputs, model_bytes, parse_shapes
+from tilec.runtime.timing import device_ms
 
 CACHED = "canonicalize,peel,canonicalize,cse,reuse{cache=smem},cse"
 TAIL = "canonicalize,cse,fp32-at-use,dce"
@@ -38,7 +40,29 @@ VARIANTS = {
     "resident-x1-w8": f"plan{{xblock=1,num_warps=8}},{CACHED},pipeline,{TAIL}",
     "ring3-x1": f"plan{{xblock=1}},{CACHED},pipeline{{stages=3}},{TAIL}",
     "ring4-x1-c1024": f"plan{{xblock=1,chunk=1024,max_rblock=1024}},{CACHED},pipeline{{stages=4}},{TAIL}",
+    # LayerNorm bf16: the cached row widened once, not at each of the three phases
+    "gluon-no-fp32-at-use": "plan{row_block_bytes=131072},canonicalize,peel,canonicalize,cse,reuse{cache=auto},"
+    "cse,pipeline,canonicalize,cse,dce",
 }
+# rows that fit: rows per program and warps, for both emitters (the rest of each default pipeline)
+from tilec.passes.pipelines import GLUON_DEFAULT, TRITON_DEFAULT  # noqa: E402
+
+for _x in (1, 2, 4):
+    for _w in (2, 4, 8, 16):
+        VARIANTS[f"gluon-x{_x}-w{_w}"] = ",".join(
+            [f"plan{{row_block_bytes=131072,xblock={_x},num_warps={_w}}}", *GLUON_DEFAULT[1:]]
+        )
+        VARIANTS[f"triton-x{_x}-w{_w}"] = ",".join(
+            [f"plan{{max_rblock=16384,xblock={_x},num_warps={_w}}}", *TRITON_DEFAULT[1:]]
+        )
+# rows too long for one tile: the Triton emitter's loop, by rows per program, chunk and warps
+TRITON_TAIL = "canonicalize,peel,canonicalize,cse,reuse{cache=registers},fp32-at-use,dce"
+for _x in (1, 2):
+    for _c in (1024, 2048, 4096, 8192):
+        for _w in (4, 8, 16):
+            VARIANTS[f"triton-x{_x}-c{_c}-w{_w}"] = (
+                f"plan{{max_rblock=16384,xblock={_x},chunk={_c},num_warps={_w}}},{TRITON_TAIL}"
+            )
 
 
 def arguments(lowered: Any, inputs: list[Any]) -> tuple[list[Any], dict[str, Any]]:
@@ -96,7 +120,10 @@ def run(ops: list[str], shapes: list[tuple[int, int]], variants: list[str], out:
             lowered = kernels[0].result
             text = print_kernel(lowered.kernel)
             out_param = next(a.param for a in lowered.args if a.access == "write")
-            ceiling = copy_ms(m, n, torch.bfloat16)
+            src_copy = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+            dst_copy = torch.empty_like(src_copy)
+            ceiling = device_ms(lambda s=src_copy, d=dst_copy: d.copy_(s), reps=30)
+            del src_copy, dst_copy
             nbytes = model_bytes(op, m, n, 2)
             copy_gbps = 2 * m * n * 2 / ceiling / 1e6
             say(f"{op} {m}x{n}: copy {copy_gbps:.0f} GB/s")
@@ -114,7 +141,7 @@ def run(ops: list[str], shapes: list[tuple[int, int]], variants: list[str], out:
                     torch.cuda.synchronize()
                     rec["compile_s"] = round(time.perf_counter() - t0, 2)
                     assert_close(outs[out_param].reshape(ref.shape), ref, torch.bfloat16, what=name)
-                    ms = bench_ms(lambda mod=mod, args=args: mod.launch(*args))
+                    ms = device_ms(lambda mod=mod, args=args: mod.launch(*args), reps=30)
                     gbps = nbytes / ms / 1e6
                     rec.update(
                         ms=ms, gbps=gbps, pct=100 * gbps / copy_gbps, warps=k.launch.num_warps, cx=dict(k.constexprs)
@@ -132,27 +159,17 @@ def run(ops: list[str], shapes: list[tuple[int, int]], variants: list[str], out:
             try:
                 import tilec
 
-                with tilec.config.patch(enabled=False):
-                    torch.compiler.reset()
-                    f = torch.compile(FUNCTIONS[op], dynamic=False)
-                    f(*inputs)
-                ms = bench_ms(lambda f=f, inputs=inputs: f(*inputs))
-                gbps = nbytes / ms / 1e6
-                say(f"  {'inductor':16s} {gbps:6.0f} GB/s {100 * gbps / copy_gbps:5.1f}%")
-                jl.write(
-                    json.dumps(
-                        {
-                            "op": op,
-                            "m": m,
-                            "n": n,
-                            "variant": "inductor",
-                            "ms": ms,
-                            "gbps": gbps,
-                            "pct": 100 * gbps / copy_gbps,
-                        }
-                    )
-                    + "\n"
-                )
+                for mode in (None, "max-autotune-no-cudagraphs"):
+                    with tilec.config.patch(enabled=False):
+                        torch.compiler.reset()
+                        f = torch.compile(FUNCTIONS[op], dynamic=False, mode=mode)
+                        f(*inputs)
+                    ms = device_ms(lambda f=f, inputs=inputs: f(*inputs), reps=30)
+                    gbps = nbytes / ms / 1e6
+                    name = "inductor" if mode is None else "inductor-max-autotune"
+                    say(f"  {name:16s} {gbps:6.0f} GB/s {100 * gbps / copy_gbps:5.1f}%")
+                    rec = {"op": op, "m": m, "n": n, "variant": name, "ms": ms, "gbps": gbps}
+                    jl.write(json.dumps({**rec, "pct": 100 * gbps / copy_gbps}) + "\n")
             except Exception as e:
                 say(f"  inductor FAILED {e}")
 

@@ -8,7 +8,7 @@
 Read at compile time, for every kernel; `fingerprint()` is part of Inductor's FX-graph cache key
 (through the hook's custom pass), so changing a setting never reuses a kernel compiled under
 another. The environment sets the initial values: `TILEC_EMITTER`, `TILEC_DISABLE=1`,
-`TILEC_STRICT=1`, `TILEC_NO_DECLINE=1`. This module imports nothing heavy (`tilec opt` never imports torch).
+`TILEC_STRICT=1`, `TILEC_NO_DECLINE=1`, `TILEC_AUTOTUNE=1`. This module imports nothing heavy (`tilec opt` never imports torch).
 """
 
 from __future__ import annotations
@@ -39,10 +39,15 @@ strict: bool = _flag("TILEC_STRICT")
 # (tilec.passes.chooser: its rules and their measurements; tilec.report() gives the reason).
 # False: tilec takes every kernel it can. `TILEC_NO_DECLINE=1` starts it False.
 decline: bool = not _flag("TILEC_NO_DECLINE")
+# True: on a CUDA GPU, the first compile of a kernel times tilec's candidates (each emitter it may
+# use) and stock Inductor's kernel on random inputs and keeps the fastest, remembered on disk
+# (tilec/inductor/autotune.py); the chooser's rules are not consulted. Also on whenever Inductor's
+# `max_autotune` is (torch.compile(mode="max-autotune...")). `TILEC_AUTOTUNE=1` starts it True.
+autotune: bool = _flag("TILEC_AUTOTUNE")
 # The pass pipeline run before each emitter (names from tilec.passes, or pipeline strings).
 pipelines: dict[str, str] = {"gluon": "gluon-default", "triton": "triton-default"}
 
-_FIELDS = ("emitter", "enabled", "strict", "decline", "pipelines")
+_FIELDS = ("emitter", "enabled", "strict", "decline", "autotune", "pipelines")
 
 
 class ConfigError(ValueError):
@@ -67,7 +72,7 @@ def fingerprint() -> str:
     pipes = ";".join(f"{k}={pipelines[k]}" for k in sorted(pipelines))
     return (
         f"tilec={__version__} enabled={bool(enabled)} emitter={emitter} strict={bool(strict)} "
-        f"decline={bool(decline)} pipelines={pipes}"
+        f"decline={bool(decline)} autotune={bool(autotune)} pipelines={pipes}"
     )
 
 

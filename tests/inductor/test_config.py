@@ -61,11 +61,13 @@ def test_the_fingerprint_covers_every_setting() -> None:
         {"enabled": not cfg.enabled},
         {"emitter": "triton" if cfg.emitter != "triton" else "gluon"},
         {"strict": not cfg.strict},
+        {"decline": not cfg.decline},
+        {"autotune": not cfg.autotune},
         {"pipelines": {"gluon": "gluon-default", "triton": "plan,canonicalize"}},
     ):
         with cfg.patch(**change):
             seen.add(cfg.fingerprint())
-    assert len(seen) == 5
+    assert len(seen) == 7
     assert tilec.__version__ in cfg.fingerprint()
 
 

@@ -131,3 +131,13 @@ def test_bad_arguments(bench, capsys) -> None:
     assert "unknown op" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         bench.main(["--shapes", "8192"])
+
+
+def test_warm_compile_time_is_reported_for_tilec_and_compile(bench) -> None:
+    def result(impl: str, cold: float, warm: float):
+        return bench.Result("softmax", 8, 512, "bf16", impl, True, 1.0, 1.0, 100.0, compile_s=cold, compile_warm_s=warm)
+
+    md = bench.markdown([result("tilec", 3.0, 1.1), result("compile", 1.0, 1.0)], {}, ["tilec", "compile"])
+    assert "- tilec: 3.0 s (+200% over compile)" in md
+    assert "- tilec: 1.1 s (+10% over compile)" in md[md.index("Triton's caches warm") :]
+    assert "tilec-autotune" not in bench.DEFAULT_IMPLS and "tilec-autotune" in bench.IMPLS

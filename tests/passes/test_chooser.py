@@ -65,3 +65,26 @@ def test_rules_do_not_overlap() -> None:
         for b in RULES:
             if a is not b and a.family == b.family:
                 assert a.hi <= b.lo or b.hi <= a.lo, (a, b)
+
+
+@pytest.mark.parametrize(
+    ("name", "cols", "plan"),
+    [("layernorm", 2048, "xblock=1,num_warps=4"), ("rmsnorm", 4096, "xblock=1,num_warps=4"), ("rmsnorm", 1024, "")],
+)
+def test_rules_set_plan_variants_for_their_emitter(name: str, cols: int, plan: str) -> None:
+    k = example(name, 16, cols).kernel()
+    choice = choose(k, hopper=True)
+    assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == ("gluon", plan)
+    forced = choose(k, hopper=True, forced="triton", decline=False)
+    assert isinstance(forced, Choice) and forced.plan == ""  # another emitter: its own heuristic plan
+
+
+def test_with_plan_sets_options_on_the_plan_pass() -> None:
+    from tilec.passes.manager import PipelineError
+    from tilec.passes.pipelines import with_plan
+
+    text = with_plan("gluon-default", "xblock=1,num_warps=4")
+    assert text.startswith("plan{row_block_bytes=131072,xblock=1,num_warps=4},canonicalize,")
+    assert with_plan("plan{xblock=2},cse", "xblock=1") == "plan{xblock=1},cse"
+    with pytest.raises(PipelineError, match="no plan pass"):
+        with_plan("canonicalize,cse", "xblock=1")

@@ -137,3 +137,24 @@ def test_passes_do_not_change_results(
 def test_default_pipelines_equal_eager(pipeline: str, name: str, rows: int, cols: int) -> None:
     ex = example(name, rows, cols)
     ex.check(run_interp(ex, ex.kernel(pipeline)), pipeline)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(
+    name=st.sampled_from(sorted(OUTPUTS)),
+    rows=st.integers(1, 9),
+    cols=st.sampled_from([1000, 2048, 4096]),
+    pipeline=st.sampled_from(["gluon-default", "triton-default"]),
+    xblock=st.sampled_from([1, 2, 4]),
+    warps=st.sampled_from([2, 4, 8]),
+)
+def test_plan_variants_of_the_default_pipelines_equal_eager(
+    name: str, rows: int, cols: int, pipeline: str, xblock: int, warps: int
+) -> None:
+    """The chooser's and the autotuner's plan variants (tilec.passes.pipelines.with_plan)."""
+    from tilec.passes.pipelines import with_plan
+
+    ex = example(name, rows, cols)
+    kernel = ex.kernel(with_plan(pipeline, f"xblock={xblock},num_warps={warps}"))
+    assert (kernel.constexprs.get("XBLOCK"), kernel.launch.num_warps) == (xblock, warps)
+    ex.check(run_interp(ex, kernel), f"{pipeline} with xblock={xblock}, num_warps={warps}")

@@ -84,6 +84,7 @@ class Plan:
     tma: list[tuple[int, tuple[int, ...], int]] = field(default_factory=list)
     device: str = "cuda"
     stem: str = "triton"  # the kernel's name, less the wrapper's counter
+    tuning: str | None = None  # the autotuner's timings, when it chose
 
     @property
     def emitter(self) -> str:
@@ -190,19 +191,23 @@ def _tma_operands(kernel: Any, names: list[str]) -> list[tuple[int, tuple[int, .
     return out
 
 
-def build(lowered: Any, emitter: str, device: str) -> Plan:
-    """Runs the pipelines on copies of the logical kernel and emits each variant."""
+def build(lowered: Any, emitter: str, device: str, plan: str = "") -> Plan:
+    """Runs the pipelines on copies of the logical kernel and emits each variant. `plan`: options
+    set on the primary emitter's plan pass (the chooser's or the autotuner's plan variant)."""
     from tilec.emit.triton import emit_triton
     from tilec.ir import print_kernel
+    from tilec.passes.pipelines import with_plan
 
     text = print_kernel(lowered.kernel)
     names = [a.param for a in lowered.args]
     if any(a.buffer == "?" for a in lowered.args):
         raise RuntimeError("a kernel parameter has no buffer in the wrapper")
-    key = (text, tuple(names), emitter, cfg.pipelines["triton"], cfg.pipelines["gluon"])
+    key = (text, tuple(names), emitter, plan, cfg.pipelines["triton"], cfg.pipelines["gluon"])
     built = _built.get(key)
     if built is None:
         triton_pipeline = cfg.pipelines["triton"]
+        if plan and emitter == "triton":
+            triton_pipeline = with_plan(triton_pipeline, plan)
         tk = _pipeline(text, triton_pipeline)
         triton = Emitted("triton", triton_pipeline, emit_triton(tk).source, _order(tk, names, "Triton"))
         if emitter == "triton":
@@ -210,7 +215,7 @@ def build(lowered: Any, emitter: str, device: str) -> Plan:
         else:
             from tilec.emit.gluon import emit_gluon
 
-            gluon_pipeline = cfg.pipelines["gluon"]
+            gluon_pipeline = with_plan(cfg.pipelines["gluon"], plan) if plan else cfg.pipelines["gluon"]
             gk = _pipeline(text, gluon_pipeline)
             gluon = Emitted("gluon", gluon_pipeline, emit_gluon(gk).source, _order(gk, names, "Gluon"))
             built = (gluon, triton, _tma_operands(gk, names))
@@ -245,16 +250,35 @@ def attempt(scheduling: Any, features: Any, device: Any) -> Plan | str:
         lowered = lower(features, scheduling, name=PLACEHOLDER, strict=cfg.strict)
         if isinstance(lowered, Unsupported):
             return lowered.reason
-        if device.type == "cuda":  # the chooser's rules are GPU measurements
+        tuning, plan_options = None, ""
+        if device.type == "cuda":  # the chooser's rules and the autotuner's timings are GPU measurements
+            from tilec.inductor import autotune
             from tilec.passes.chooser import Decline, choose
 
-            forced = cfg.emitter if cfg.emitter != "auto" else None
-            choice = choose(lowered.kernel, hopper=emitter == "gluon", forced=forced, decline=cfg.decline)
-            if isinstance(choice, Decline):
-                return choice.reason
-            emitter = choice.emitter
-        plan = build(lowered, emitter, device.type)
+            hopper, forced = emitter == "gluon", (cfg.emitter if cfg.emitter != "auto" else None)
+            cands = autotune.candidates(hopper, forced, cfg.decline)
+            tuned = None
+            if len(cands) > 1 and autotune.wanted(device):
+                tuned = autotune.tune(
+                    scheduling,
+                    features,
+                    lowered,
+                    device,
+                    cands,
+                    lambda c: build(lowered, autotune.split(c)[0], device.type, autotune.split(c)[1]),
+                )
+            if tuned is not None:
+                if tuned.winner == autotune.STOCK:
+                    return f"stock Inductor timed fastest when autotuned: {tuned.describe()}"
+                (emitter, plan_options), tuning = autotune.split(tuned.winner), tuned.describe()
+            else:
+                choice = choose(lowered.kernel, hopper=hopper, forced=forced, decline=cfg.decline)
+                if isinstance(choice, Decline):
+                    return choice.reason
+                emitter, plan_options = choice.emitter, choice.plan
+        plan = build(lowered, emitter, device.type, plan_options)
         plan.stem = name_stem(lowered, list(features.node_schedule))
+        plan.tuning = tuning
         return plan
     except Exception as e:
         if cfg.strict:
@@ -367,6 +391,7 @@ def note(name: str, plan: Plan | None, reason: str | None, device: Any) -> None:
             pipeline=plan.pipeline if plan is not None else None,
             reason=reason,
             device=device.type,
+            autotune=plan.tuning if plan is not None else None,
             graph=graph_number(V.graph),
         )
     )

@@ -33,6 +33,7 @@ class KernelRecord:
     reason: str | None  # why tilec did not take it (None when taken)
     device: str = "cuda"
     graph: int = 0  # which compiled graph of this process (1, 2, ...)
+    autotune: str | None = None  # when the autotuner chose the emitter: its timings
 
 
 _lock = threading.Lock()

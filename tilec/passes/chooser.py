@@ -9,8 +9,9 @@ sum as in RMSNorm, mean and variance as in LayerNorm, softmax's max-and-sum), it
 the bytes of a row of its widest input. `RULES` maps families and row sizes to the emitter that
 measured fastest on the H100, or to `stock` where stock Inductor's kernel measured faster than
 both of tilec's. Each rule carries its evidence: the device-time figures (% of a same-size copy)
-from `tilec bench`, in bench/results/2026-11-22-suite/. A kernel no rule covers gets the
-heuristic default: Gluon on Hopper, Triton elsewhere.
+from `tilec bench` and `bench/variants.py`, in bench/results/. A kernel no rule covers gets the
+heuristic default: Gluon on Hopper, Triton elsewhere. A rule may also set options of the emitter's
+`plan` pass (rows per program, warps) where a plan variant measured faster than the heuristic plan.
 
 The rules are measured, for 2-byte types, on one GPU; row bytes (not elements) key them, so
 fp32 rows of half the length fall under the same rule. `tilec.config.emitter` set to "gluon" or
@@ -43,6 +44,7 @@ class Signature:
 class Choice:
     emitter: str  # "gluon" | "triton"
     reason: str
+    plan: str = ""  # options set on the emitter's plan pass ("xblock=1,num_warps=4"), or none
 
 
 @dataclass(frozen=True)
@@ -57,15 +59,33 @@ class Rule:
     hi: int  # row bytes, exclusive
     action: str  # "gluon" | "triton" | "stock"
     evidence: str
+    plan: str = ""  # options for the plan pass of the action's pipeline (tilec.passes.pipelines.with_plan)
 
 
 # Device time, % of a same-size copy, bf16, H100 80GB HBM3, torch 2.11, triton 3.6
 # (bench/results/2026-11-22-suite): "tilec-gluon / tilec-triton vs compile (torch.compile default)".
 RULES: tuple[Rule, ...] = (
+    Rule(
+        "sum",
+        4 * KIB,
+        16 * KIB,
+        "gluon",
+        "x1-w4 vs default plan vs compile: 32768x2048 99.4/98.9 vs 97.6; 8192x4096 100.1/98.4 vs 98.8; "
+        "32768x4096 99.6/99.6 vs 99.0",
+        plan="xblock=1,num_warps=4",
+    ),
     Rule("sum", 32 * KIB, 2**62, "stock", "4096x16384 95/89 vs 100; 4096x32768 82/64 vs 97; 8192x65536 52/63 vs 70"),
     Rule("mean-var", 0, 4 * KIB, "stock", "32768x512 93/90 vs 99; 65536x1024 91/90 vs 99"),
+    # one row per program, 4 warps (the heuristic plan gives 8 warps, and two rows at 4 KiB):
+    # bench/results/2026-11-22-plan-variants.md, Gluon x1-w4 vs the default plan vs stock
     Rule(
-        "mean-var", 4 * KIB, 16 * KIB, "gluon", "32768x2048 92/89 vs 86; 8192x4096 93/92 vs 88; 32768x4096 94/91 vs 87"
+        "mean-var",
+        4 * KIB,
+        16 * KIB,
+        "gluon",
+        "x1-w4 vs default plan vs compile: 32768x2048 99.1/92.3 vs 86.5; 8192x4096 96.2/93.1 vs 84.1; "
+        "32768x4096 99.2/94.5 vs 87.7",
+        plan="xblock=1,num_warps=4",
     ),
     Rule(
         "mean-var",
@@ -118,7 +138,8 @@ def choose(kernel: Kernel, hopper: bool, forced: str | None = None, decline: boo
     if rule is not None and rule.action == "stock" and decline:
         return Decline(f"stock Inductor measured faster for {where} ({rule.evidence})")
     if forced is not None:
-        return Choice(forced, f"tilec.config.emitter = {forced!r}")
+        plan = rule.plan if rule is not None and rule.action == forced else ""
+        return Choice(forced, f"tilec.config.emitter = {forced!r}", plan)
     if rule is not None and rule.action in ("gluon", "triton") and (rule.action == "triton" or hopper):
-        return Choice(rule.action, f"measured fastest for {where} ({rule.evidence})")
+        return Choice(rule.action, f"measured fastest for {where} ({rule.evidence})", rule.plan)
     return Choice("gluon" if hopper else "triton", "the default: Gluon on Hopper and newer, Triton elsewhere")

@@ -1,0 +1,112 @@
+"""On the GPU: the autotuner times tilec's candidates and stock Inductor's kernel, keeps the fastest,
+and remembers it on disk.
+
+Each case compiles an op with autotuning on and checks the result against eager; every kernel the
+hook saw either runs tilec's winner (its record carries the timings of every candidate) or stays on
+stock with a reason giving the timings. A second compile reads the choice from the cache and
+times nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from gpu_support import hopper
+
+import tilec
+from tilec.inductor import autotune
+from tilec.testing import assert_close
+
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("hooked")]
+
+
+def rmsnorm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * w
+
+
+def layernorm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, 1e-6)
+
+
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(x, dim=-1)
+
+
+OPS = {"rmsnorm": (rmsnorm, 1), "layernorm": (layernorm, 2), "softmax": (softmax, 0)}
+
+
+def inputs(op: str, m: int, n: int) -> list[torch.Tensor]:
+    x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+    return [x] + [torch.randn(n, device="cuda", dtype=torch.bfloat16) for _ in range(OPS[op][1])]
+
+
+def compile_and_check(op: str, args: list[torch.Tensor], mode: str | None = None) -> list[tilec.KernelRecord]:
+    fn = OPS[op][0]
+    torch._dynamo.reset()
+    tilec.reset_report()
+    out = torch.compile(fn, dynamic=False, mode=mode)(*args)
+    assert_close(out, fn(*[a.float() for a in args]), torch.bfloat16, what=op)
+    return tilec.report()
+
+
+def check_records(records: list[tilec.KernelRecord], cands: list[str]) -> None:
+    assert records
+    for r in records:
+        print(f"  {r.kernel}: {r.emitter if r.taken else 'stock'}: {r.autotune or r.reason}")
+        if r.taken:
+            assert r.autotune is not None and r.emitter in cands, r
+            timed = r.autotune
+        else:
+            assert r.reason is not None and r.reason.startswith("stock Inductor timed fastest when autotuned"), r
+            timed = r.reason
+        for c in cands:
+            assert f"{c} " in timed, (c, timed)
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(autotune, "_memo", {})
+    return tmp_path / "autotune"
+
+
+@pytest.mark.parametrize("op,m,n", [("rmsnorm", 4096, 4096), ("layernorm", 8192, 512), ("softmax", 4096, 8192)])
+def test_autotuned_kernels_are_right_and_cached(op: str, m: int, n: int, cache: Path) -> None:
+    cands = autotune.candidates(hopper(), None, decline=True)
+    torch.manual_seed(0)
+    args = inputs(op, m, n)
+    with tilec.config.patch(autotune=True, decline=True):
+        first = compile_and_check(op, args)
+        check_records(first, cands)
+        files = sorted(cache.glob("*.json"))
+        assert len(files) == len(first), files
+        for f in files:
+            data = json.loads(f.read_text())
+            assert data["winner"] in cands and set(data["ms"]) == set(cands), data
+        again = compile_and_check(op, args)
+    assert [(r.taken, r.emitter) for r in again] == [(r.taken, r.emitter) for r in first]
+    for r in again:
+        assert "(cached)" in (r.autotune if r.taken else r.reason), r  # type: ignore[operator]
+
+
+def test_max_autotune_autotunes_tilec_too(cache: Path) -> None:
+    torch.manual_seed(1)
+    args = inputs("softmax", 2048, 4096)
+    with tilec.config.patch(autotune=False, decline=True):
+        records = compile_and_check("softmax", args, mode="max-autotune-no-cudagraphs")
+    check_records(records, autotune.candidates(hopper(), None, decline=True))
+
+
+def test_without_decline_stock_is_no_candidate(cache: Path) -> None:
+    if len(autotune.candidates(hopper(), None, decline=False)) < 2:
+        pytest.skip("one emitter and no stock: nothing to choose between")
+    torch.manual_seed(2)
+    args = inputs("rmsnorm", 1024, 2048)
+    with tilec.config.patch(autotune=True, decline=False):
+        records = compile_and_check("rmsnorm", args)
+    assert all(r.taken for r in records), records
+    check_records(records, autotune.candidates(hopper(), None, decline=False))
+    assert all("stock" not in (r.autotune or "") for r in records)

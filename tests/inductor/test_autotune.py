@@ -1,0 +1,117 @@
+"""The autotuner's decisions, its disk cache and its random inputs, without a GPU (the timing itself
+runs in tests/gpu/test_autotune_gpu.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+import tilec
+from tilec.frontend.result import KernelArg
+from tilec.inductor import autotune
+from tilec.inductor.autotune import STOCK, Tuned, candidates, pick
+
+
+def test_candidates_are_the_emitters_tilec_may_use_and_stock_unless_decline_is_off() -> None:
+    g = [f"gluon{{{v}}}" for v in autotune.PLAN_VARIANTS["gluon"]]
+    t = [f"triton{{{v}}}" for v in autotune.PLAN_VARIANTS["triton"]]
+    assert candidates(hopper=True, forced=None, decline=True) == ["gluon", *g, "triton", *t, STOCK]
+    assert candidates(hopper=False, forced=None, decline=True) == ["triton", *t, STOCK]
+    assert candidates(hopper=True, forced="triton", decline=True) == ["triton", *t, STOCK]
+    assert candidates(hopper=True, forced="gluon", decline=False) == ["gluon", *g]
+    for c in candidates(hopper=True, forced=None, decline=False):
+        emitter, plan = autotune.split(c)
+        assert emitter in ("gluon", "triton") and (plan == "" or plan in autotune.PLAN_VARIANTS[emitter])
+    assert autotune.split("gluon{xblock=1,num_warps=4}") == ("gluon", "xblock=1,num_warps=4")
+
+
+def test_tilec_must_beat_stock_by_the_margin() -> None:
+    assert pick({"gluon": 1.0, "triton": 0.9}) == "triton"
+    assert pick({"gluon": 0.9, "triton": 1.0, STOCK: 1.0}) == "gluon"
+    assert pick({"gluon": 0.995, STOCK: 1.0}) == STOCK  # within the margin: a tie keeps stock
+    assert pick({"gluon": 1.0 - 2 * autotune.MARGIN, STOCK: 1.0}) == "gluon"
+    assert pick({"triton": 1.2, STOCK: 1.0}) == STOCK
+
+
+def test_describe_lists_the_fastest_first_and_the_failures() -> None:
+    t = Tuned("triton", {"gluon": 0.2, "triton": 0.1, STOCK: 0.15}, {"x": "Boom"})
+    assert t.describe() == "triton 0.1 ms, stock 0.15 ms, gluon 0.2 ms, x failed (Boom)"
+    assert Tuned(STOCK, {STOCK: 0.1}, cached=True).describe().endswith("(cached)")
+
+
+def test_wanted_on_cuda_when_tilec_or_inductor_asks() -> None:
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    with tilec.config.patch(autotune=False), torch._inductor.config.patch(max_autotune=False):
+        assert not autotune.wanted(cuda)
+        with tilec.config.patch(autotune=True):
+            assert autotune.wanted(cuda) and not autotune.wanted(cpu)
+        with torch._inductor.config.patch(max_autotune=True):
+            assert autotune.wanted(cuda) and not autotune.wanted(cpu)
+
+
+KERNEL = (Path(__file__).resolve().parents[1] / "kernels" / "rmsnorm_logical.tile").read_text()
+
+
+def _lowered(n: int = 1000, dtype: str = "bf16") -> SimpleNamespace:
+    from tilec.ir import parse
+
+    text = KERNEL.replace("bf16", dtype).replace("1000", str(n))
+    args = [
+        KernelArg("in_ptr0", "arg0_1", "read", dtype, (64, n), (n, 1), 0),
+        KernelArg("in_ptr1", "arg1_1", "read", dtype, (n,), (1,), 0),
+        KernelArg("out_ptr0", "buf0", "write", dtype, (64, n), (n, 1), 0),
+    ]
+    return SimpleNamespace(kernel=parse(text, "<test>").kernels[0], args=args)
+
+
+def test_the_key_follows_the_kernel_its_layouts_and_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(autotune, "_gpu", lambda: "H100 sm_90 132 SMs")
+    base = autotune.key(_lowered(), ["gluon", STOCK])
+    assert base == autotune.key(_lowered(), ["gluon", STOCK])
+    assert base != autotune.key(_lowered(2000), ["gluon", STOCK])
+    assert base != autotune.key(_lowered(dtype="f16"), ["gluon", STOCK])
+    assert base != autotune.key(_lowered(), ["gluon"])
+    other = _lowered()
+    other.args[0] = KernelArg("in_ptr0", "arg0_1", "read", "bf16", (64, 1000), (1024, 1), 0)  # padded rows
+    assert base != autotune.key(other, ["gluon", STOCK])
+    monkeypatch.setattr(autotune, "_gpu", lambda: "B200 sm_100 148 SMs")
+    assert base != autotune.key(_lowered(), ["gluon", STOCK])
+
+
+def test_the_disk_cache_keeps_a_choice_across_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(autotune, "_gpu", lambda: "H100")
+    monkeypatch.setattr(autotune, "_memo", {})
+    cands = ["gluon", "triton", STOCK]
+    assert autotune._load("k1", cands) is None
+    autotune._store("k1", Tuned("triton", {"gluon": 0.2, "triton": 0.1, STOCK: 0.3}))
+    monkeypatch.setattr(autotune, "_memo", {})  # another process: only the file
+    found = autotune._load("k1", cands)
+    assert found == Tuned("triton", {"gluon": 0.2, "triton": 0.1, STOCK: 0.3}, {}, cached=True)
+    assert autotune._load("k1", ["gluon", STOCK]) is None  # a winner no longer a candidate: time again
+    (tmp_path / "autotune" / "k2.json").write_text("{not json")
+    assert autotune._load("k2", cands) is None
+
+
+def test_random_args_have_the_kernels_layouts() -> None:
+    lowered = _lowered()
+    lowered.args.append(KernelArg("in_ptr1", "arg1_1", "read", "i32", (3, 5), (1, 4), 2))
+    lowered.args.append(KernelArg("in_ptr2", "arg2_1", "read", "i1", (7,), (1,), 0))
+    x, w, y, i, b = autotune.random_args(lowered, torch.device("cpu"))
+    assert (x.shape, x.stride(), x.dtype, w.shape, y.shape) == (
+        (64, 1000),
+        (1000, 1),
+        torch.bfloat16,
+        (1000,),
+        (64, 1000),
+    )
+    assert x.float().std() > 0.5
+    assert (i.shape, i.stride(), i.storage_offset(), i.dtype) == ((3, 5), (1, 4), 2, torch.int32)
+    assert bool((i >= 1).all() and (i < 64).all())
+    assert b.dtype == torch.bool
+    lowered.args[0] = KernelArg("in_ptr0", "arg0_1", "read", "bf16", None, None, None)
+    with pytest.raises(ValueError, match="not static"):
+        autotune.random_args(lowered, torch.device("cpu"))

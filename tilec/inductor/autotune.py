@@ -1,0 +1,283 @@
+"""The autotuner: a kernel's candidates timed on the GPU the first time it is compiled, the fastest kept.
+
+    if autotune.wanted(device):
+        tuned = autotune.tune(scheduling, features, lowered, candidates, plans)
+        tuned.winner            # "gluon", "triton" or "stock"
+
+The candidates are what tilec could run for the kernel — each emitter it may use (Gluon on
+sm_90+, Triton), with its heuristic plan and with the plan variants in `PLAN_VARIANTS` — and stock
+Inductor's own kernel for the same nodes, unless `tilec.config.decline`
+is off. Each is timed on random inputs of the kernel's static shapes, strides and dtypes with
+`tilec.runtime.timing.device_ms` (cold L2, the host kept out): tilec's candidates through the
+launcher the wrapper would call, stock's through Inductor's benchmark module for the nodes
+(`generate_kernel_code_from_nodes(..., benchmark_kernel=True)`, the module Inductor's own fusion
+benchmarking loads; its run-time autotuning of launch configurations happens on its first call).
+
+tilec's fastest candidate runs if it beats stock by `MARGIN`; otherwise stock runs (a tie is not a
+reason to replace stock code). The choice is kept on disk, in `tilec.runtime.loader.cache_dir()
+/ "autotune"`, keyed by the kernel (its logical IR: operations, shapes, dtypes), its arguments'
+layouts, the candidates, the pipelines, the GPU and the versions of torch, Triton and tilec: a
+second compile of the same kernel — the same layer again, another process, another day — times
+nothing. Remove the folder to time again.
+
+Autotuning runs when `tilec.config.autotune` is set or Inductor's `max_autotune` is (as
+torch.compile(mode="max-autotune-no-cudagraphs") sets it), on CUDA only; it replaces the chooser's
+rules (tilec.passes.chooser), which stand for it when it is off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tilec import config as cfg
+
+if TYPE_CHECKING:
+    from tilec.inductor.hook import Plan
+
+log = logging.getLogger("tilec")
+
+__all__ = [
+    "MARGIN",
+    "PLAN_VARIANTS",
+    "STOCK",
+    "Tuned",
+    "candidates",
+    "key",
+    "pick",
+    "random_args",
+    "split",
+    "tune",
+    "wanted",
+]
+
+STOCK = "stock"
+# tilec's candidate replaces stock's kernel only if it takes at most (1 - MARGIN) of stock's time
+MARGIN = 0.01
+REPS = 20  # timed calls per candidate (after 3 untimed)
+_memo: dict[str, Tuned] = {}  # key -> choice, this process
+
+
+@dataclass(frozen=True)
+class Tuned:
+    winner: str  # a candidate: "gluon", "gluon{xblock=1,num_warps=4}", "triton", ... or STOCK
+    ms: dict[str, float] = field(default_factory=dict)  # median device ms per candidate timed
+    errors: dict[str, str] = field(default_factory=dict)  # candidates that could not be timed, and why
+    cached: bool = False  # the choice came from the disk cache
+
+    def describe(self) -> str:
+        """'gluon 0.112 ms, triton 0.118 ms, stock 0.121 ms' (fastest first), with the failures."""
+        parts = [f"{c} {ms:.4g} ms" for c, ms in sorted(self.ms.items(), key=lambda kv: kv[1])]
+        parts += [f"{c} failed ({e})" for c, e in self.errors.items()]
+        return ", ".join(parts) + (" (cached)" if self.cached else "")
+
+
+def wanted(device: Any) -> bool:
+    """Whether kernels compiled for `device` are autotuned."""
+    if device.type != "cuda":
+        return False
+    from torch._inductor import config as ic
+
+    return bool(cfg.autotune or ic.max_autotune)
+
+
+# plan variants timed beside each emitter's heuristic plan (options of its plan pass): one row per
+# program with 4 warps measured best for Gluon on rows of 4-8 KiB (tilec.passes.chooser's rules)
+PLAN_VARIANTS = {"gluon": ["xblock=1,num_warps=4"], "triton": []}
+
+
+def candidates(hopper: bool, forced: str | None, decline: bool) -> list[str]:
+    """The candidates for a kernel: each emitter tilec may use here with its heuristic plan and its
+    plan variants ("gluon{xblock=1,num_warps=4}"), and stock unless decline is off."""
+    emitters = [forced] if forced else (["gluon", "triton"] if hopper else ["triton"])
+    out = [c for e in emitters for c in [e, *(f"{e}{{{v}}}" for v in PLAN_VARIANTS.get(e, []))]]
+    return out + ([STOCK] if decline else [])
+
+
+def split(candidate: str) -> tuple[str, str]:
+    """'gluon{xblock=1,num_warps=4}' -> ('gluon', 'xblock=1,num_warps=4'); 'triton' -> ('triton', '')."""
+    emitter, _, plan = candidate.partition("{")
+    return emitter, plan.removesuffix("}")
+
+
+def _gpu() -> str:
+    """The GPU being compiled for (the current device: `tune` makes it so)."""
+    import torch
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return f"{props.name} sm_{props.major}{props.minor} {props.multi_processor_count} SMs"
+
+
+def key(lowered: Any, cands: list[str]) -> str:
+    """The disk cache's key for a kernel and its candidates (see the module docstring)."""
+    import torch
+    import triton
+    from torch._inductor import config as ic
+
+    from tilec import __version__
+    from tilec.ir import print_kernel
+
+    layouts = [(a.param, a.dtype, a.access, a.shape, a.strides, a.offset) for a in lowered.args]
+    parts = [
+        print_kernel(lowered.kernel),
+        repr(layouts),
+        repr(cands),
+        repr(sorted(cfg.pipelines.items())),
+        _gpu(),
+        f"torch={torch.__version__} triton={triton.__version__} tilec={__version__} margin={MARGIN}",
+        f"max_autotune={ic.max_autotune} coordinate_descent_tuning={ic.coordinate_descent_tuning}",
+    ]
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def _path(k: str) -> Any:
+    from tilec.runtime.loader import cache_dir
+
+    d = cache_dir() / "autotune"
+    d.mkdir(parents=True, exist_ok=True)
+    return d / f"{k}.json"
+
+
+def _load(k: str, cands: list[str]) -> Tuned | None:
+    if k in _memo:
+        return _memo[k]
+    try:
+        data = json.loads(_path(k).read_text())
+        if data.get("winner") not in cands:
+            return None
+        return Tuned(data["winner"], {c: float(v) for c, v in data.get("ms", {}).items()}, {}, cached=True)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def _store(k: str, tuned: Tuned) -> None:
+    from tilec.runtime.loader import write_atomic
+
+    _memo[k] = Tuned(tuned.winner, tuned.ms, tuned.errors, cached=True)
+    try:
+        text = json.dumps({"winner": tuned.winner, "ms": tuned.ms, "errors": tuned.errors, "gpu": _gpu()})
+        write_atomic(_path(k), text + "\n")
+    except OSError as e:  # a read-only cache: the choice holds for this process
+        log.debug("tilec: the autotuning cache is not writable: %s", e)
+
+
+def random_args(lowered: Any, device: Any) -> list[Any]:
+    """A tensor per kernel argument with its static shape, strides, offset and dtype, random values
+    (floats normal, integers 1..63, booleans either)."""
+    import torch
+
+    from tilec.interp.dtypes import TORCH_DTYPES
+
+    out = []
+    for a in lowered.args:
+        if a.shape is None or a.strides is None:
+            raise ValueError(f"the layout of {a.buffer} is not static")
+        dtype = TORCH_DTYPES[a.dtype]
+        offset = a.offset or 0
+        span = 0 if any(s == 0 for s in a.shape) else sum((s - 1) * st for s, st in zip(a.shape, a.strides)) + 1
+        base = torch.empty(offset + span, dtype=dtype, device=device)
+        if dtype.is_floating_point:
+            base.normal_()
+        elif dtype == torch.bool:
+            base.copy_(torch.rand(base.shape, device=device) < 0.5)
+        else:
+            base.random_(1, 64)
+        out.append(base.as_strided(a.shape, a.strides, offset))
+    return out
+
+
+def _time_plan(plan: Plan, args: list[Any]) -> float:
+    from tilec.runtime.launch import load_kernel
+    from tilec.runtime.timing import device_ms
+
+    fb = plan.fallback
+    kernel = load_kernel(
+        f"tilec_autotune_{plan.primary.kind}",
+        plan.primary.source,
+        plan.primary.kind,
+        plan.primary.order,
+        fallback=fb.source if fb else None,
+        fallback_kind=fb.kind if fb else "triton",
+        fallback_order=fb.order if fb else (),
+        tma=plan.tma,
+        device="cuda",
+    )
+    return device_ms(lambda: kernel.run(*args), reps=REPS)
+
+
+def _time_stock(scheduling: Any, features: Any) -> float:
+    from torch._inductor.codecache import PyCodeCache
+
+    from tilec.runtime.timing import device_ms
+
+    nodes = list(features.scheduler_nodes())
+    src = scheduling.generate_kernel_code_from_nodes(nodes, benchmark_kernel=True)
+    mod = PyCodeCache.load(src)
+    args = mod.get_args()
+    return device_ms(lambda: mod.call(args), reps=REPS)
+
+
+def pick(ms: dict[str, float]) -> str:
+    """The winner among timed candidates: tilec's fastest, unless stock is timed and tilec's fastest
+    does not beat it by MARGIN."""
+    tilec_ms = {c: t for c, t in ms.items() if c != STOCK}
+    best = min(tilec_ms, key=lambda c: tilec_ms[c])
+    if STOCK in ms and tilec_ms[best] > (1 - MARGIN) * ms[STOCK]:
+        return STOCK
+    return best
+
+
+def _error(e: BaseException) -> str:
+    return " ".join(f"{type(e).__name__}: {e}".split())[:200]
+
+
+def tune(
+    scheduling: Any, features: Any, lowered: Any, device: Any, cands: list[str], plan_for: Callable[[str], Plan]
+) -> Tuned | None:
+    """The fastest candidate on `device` (from the disk cache, or timed now), or None where too few
+    could be timed to choose (the caller falls back to the chooser's rules)."""
+    import torch
+
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    with torch.cuda.device(index):
+        return _tune(scheduling, features, lowered, torch.device("cuda", index), cands, plan_for)
+
+
+def _tune(
+    scheduling: Any, features: Any, lowered: Any, device: Any, cands: list[str], plan_for: Callable[[str], Plan]
+) -> Tuned | None:
+    k = key(lowered, cands)
+    found = _load(k, cands)
+    if found is not None:
+        return found
+    ms: dict[str, float] = {}
+    errors: dict[str, str] = {}
+    args: list[Any] | None = None
+    for c in cands:
+        try:
+            if c == STOCK:
+                ms[c] = _time_stock(scheduling, features)
+            else:
+                if args is None:
+                    args = random_args(lowered, device)
+                ms[c] = _time_plan(plan_for(c), args)
+        except Exception as e:  # a candidate that fails to build, compile or run is not chosen
+            if cfg.strict and c != STOCK:
+                raise
+            errors[c] = _error(e)
+            log.debug("tilec: autotuning: %s failed", c, exc_info=True)
+    del args
+    if not any(c != STOCK for c in ms) or (STOCK in cands and STOCK not in ms):
+        log.info("tilec: autotuning could not time enough candidates (%s); the chooser's rules decide", errors)
+        return None
+    tuned = Tuned(pick(ms), ms, errors)
+    _store(k, tuned)
+    return tuned
