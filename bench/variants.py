@@ -55,6 +55,11 @@ for _x in (1, 2, 4):
         VARIANTS[f"triton-x{_x}-w{_w}"] = ",".join(
             [f"plan{{max_rblock=16384,xblock={_x},num_warps={_w}}}", *TRITON_DEFAULT[1:]]
         )
+# a row of 32768 as one tile (Liger's softmax does this): 16 or 32 warps
+for _w in (8, 16, 32):
+    VARIANTS[f"triton-r32768-w{_w}"] = ",".join(
+        [f"plan{{max_rblock=32768,xblock=1,num_warps={_w}}}", *TRITON_DEFAULT[1:]]
+    )
 # rows too long for one tile: the Triton emitter's loop, by rows per program, chunk and warps
 TRITON_TAIL = "canonicalize,peel,canonicalize,cse,reuse{cache=registers},fp32-at-use,dce"
 for _x in (1, 2):
