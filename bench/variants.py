@@ -20,53 +20,42 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import FUNCTIONS, make_inputs, model_bytes, parse_shapes
+from tilec.passes.pipelines import gluon_form, with_plan
 from tilec.runtime.timing import device_ms
 
-CACHED = "canonicalize,peel,canonicalize,cse,reuse{cache=smem},cse"
-TAIL = "canonicalize,cse,fp32-at-use,dce"
 ROWS = "row_block_bytes=131072"
 VARIANTS = {
     "gluon-default": "gluon-default",
-    "cache-only": f"plan{{{ROWS}}},{CACHED},fp32-at-use,dce",
-    "resident": f"plan{{{ROWS}}},{CACHED},pipeline,{TAIL}",
-    "persistent": f"plan{{{ROWS}}},{CACHED},persistent,pipeline,{TAIL}",
-    "persistent-ws4": f"plan{{{ROWS},num_warps=4}},{CACHED},persistent,pipeline,warp-specialize,{TAIL}",
-    "persistent-ws8": f"plan{{{ROWS},num_warps=8}},{CACHED},persistent,pipeline,warp-specialize,{TAIL}",
-    "resident-ws4": f"plan{{{ROWS},num_warps=4}},{CACHED},pipeline,warp-specialize,{TAIL}",
-    "ring3": f"plan{{{ROWS}}},{CACHED},pipeline{{stages=3}},{TAIL}",
+    "cache-only": gluon_form(pipelined=False),
+    "resident": gluon_form(),
+    "persistent": gluon_form(persistent=True),
+    "persistent-ws4": gluon_form(f"{ROWS},num_warps=4", persistent=True, specialize=True),
+    "persistent-ws8": gluon_form(f"{ROWS},num_warps=8", persistent=True, specialize=True),
+    "resident-ws4": gluon_form(f"{ROWS},num_warps=4", specialize=True),
+    "ring3": gluon_form(stages=3),
     "triton-default": "triton-default",
-    "resident-64k": f"plan{{row_block_bytes=65536}},{CACHED},pipeline,{TAIL}",
-    "resident-x1": f"plan{{xblock=1}},{CACHED},pipeline,{TAIL}",
-    "resident-x1-w8": f"plan{{xblock=1,num_warps=8}},{CACHED},pipeline,{TAIL}",
-    "ring3-x1": f"plan{{xblock=1}},{CACHED},pipeline{{stages=3}},{TAIL}",
-    "ring4-x1-c1024": f"plan{{xblock=1,chunk=1024,max_rblock=1024}},{CACHED},pipeline{{stages=4}},{TAIL}",
+    "resident-64k": gluon_form("row_block_bytes=65536"),
+    "resident-x1": gluon_form("xblock=1"),
+    "resident-x1-w8": gluon_form("xblock=1,num_warps=8"),
+    "ring3-x1": gluon_form("xblock=1", stages=3),
+    "ring4-x1-c1024": gluon_form("xblock=1,chunk=1024,max_rblock=1024", stages=4),
     # LayerNorm bf16: the cached row widened once, not at each of the three phases
-    "gluon-no-fp32-at-use": "plan{row_block_bytes=131072},canonicalize,peel,canonicalize,cse,reuse{cache=auto},"
-    "cse,pipeline,canonicalize,cse,dce",
+    "gluon-no-fp32-at-use": gluon_form(cache="auto").replace(",fp32-at-use", ""),
 }
 # rows that fit: rows per program and warps, for both emitters (the rest of each default pipeline)
-from tilec.passes.pipelines import GLUON_DEFAULT, TRITON_DEFAULT  # noqa: E402
-
 for _x in (1, 2, 4):
     for _w in (2, 4, 8, 16):
-        VARIANTS[f"gluon-x{_x}-w{_w}"] = ",".join(
-            [f"plan{{row_block_bytes=131072,xblock={_x},num_warps={_w}}}", *GLUON_DEFAULT[1:]]
-        )
-        VARIANTS[f"triton-x{_x}-w{_w}"] = ",".join(
-            [f"plan{{max_rblock=16384,xblock={_x},num_warps={_w}}}", *TRITON_DEFAULT[1:]]
-        )
-# a row of 32768 as one tile (Liger's softmax does this): 16 or 32 warps
+        VARIANTS[f"gluon-x{_x}-w{_w}"] = with_plan("gluon-default", f"xblock={_x},num_warps={_w}")
+        VARIANTS[f"triton-x{_x}-w{_w}"] = with_plan("triton-default", f"xblock={_x},num_warps={_w}")
+# a row of 32768 as one tile (Liger's softmax does this): 8, 16 or 32 warps
 for _w in (8, 16, 32):
-    VARIANTS[f"triton-r32768-w{_w}"] = ",".join(
-        [f"plan{{max_rblock=32768,xblock=1,num_warps={_w}}}", *TRITON_DEFAULT[1:]]
-    )
+    VARIANTS[f"triton-r32768-w{_w}"] = with_plan("triton-default", f"max_rblock=32768,xblock=1,num_warps={_w}")
 # rows too long for one tile: the Triton emitter's loop, by rows per program, chunk and warps
-TRITON_TAIL = "canonicalize,peel,canonicalize,cse,reuse{cache=registers},fp32-at-use,dce"
 for _x in (1, 2):
     for _c in (1024, 2048, 4096, 8192):
         for _w in (4, 8, 16):
-            VARIANTS[f"triton-x{_x}-c{_c}-w{_w}"] = (
-                f"plan{{max_rblock=16384,xblock={_x},chunk={_c},num_warps={_w}}},{TRITON_TAIL}"
+            VARIANTS[f"triton-x{_x}-c{_c}-w{_w}"] = with_plan(
+                "triton-default", f"xblock={_x},chunk={_c},num_warps={_w}"
             )
 
 

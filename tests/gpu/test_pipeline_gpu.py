@@ -13,21 +13,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "passes"))
 
 from examples import example, kernel_count, run_gluon
 from tilec.ir.ops import TmaLoadOp, WarpSpecializeOp
+from tilec.passes.pipelines import gluon_form
 
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not hopper(), reason="Gluon with TMA needs Hopper or newer"),
 ]
 
-TAIL = "canonicalize,cse,fp32-at-use,dce"
-CACHED = "canonicalize,peel,canonicalize,cse,reuse{cache=smem},cse"
+W4 = "num_warps=4,row_block_bytes=131072"
 VARIANTS = {
     "default": "gluon-default",
-    "ring": f"plan{{row_block_bytes=131072}},{CACHED},pipeline{{stages=2}},{TAIL}",
-    "ring-persistent": f"plan{{row_block_bytes=131072}},{CACHED},persistent,pipeline{{stages=3}},{TAIL}",
-    "ring-persistent-ws": f"plan{{num_warps=4,row_block_bytes=131072}},{CACHED},persistent,pipeline{{stages=2}},warp-specialize,{TAIL}",
-    "resident-ws": f"plan{{num_warps=4,row_block_bytes=131072}},{CACHED},pipeline,warp-specialize,{TAIL}",
-    "resident-persistent": f"plan{{row_block_bytes=131072}},{CACHED},persistent,pipeline,{TAIL}",
+    "ring": gluon_form(stages=2),
+    "ring-persistent": gluon_form(persistent=True, stages=3),
+    "ring-persistent-ws": gluon_form(W4, persistent=True, stages=2, specialize=True),
+    "resident-ws": gluon_form(W4, specialize=True),
+    "resident-persistent": gluon_form(persistent=True),
 }
 
 

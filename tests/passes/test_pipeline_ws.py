@@ -20,19 +20,14 @@ from tilec.ir.core import defining_op
 from tilec.ir.errors import VerifyError
 from tilec.ir.ops import MBarrierArriveOp, MBarrierWaitOp, SmemLoadOp, TmaLoadOp, WarpSpecializeOp
 from tilec.passes import run_pipeline
+from tilec.passes.pipelines import gluon_form
 
-CACHED = "canonicalize,peel,canonicalize,cse,reuse{cache=smem},cse"
+CACHED = "canonicalize,peel,canonicalize,cse,reuse{cache=smem},cse"  # for forms gluon_form does not write
 
 
 def pipeline_text(xblock: int, rblock: int, stages: int, persistent: bool, specialized: bool) -> str:
-    parts = [f"plan{{xblock={xblock},rblock={rblock},num_warps=4}}", CACHED]
-    if persistent:
-        parts.append("persistent")
-    parts.append(f"pipeline{{stages={stages}}}")
-    if specialized:
-        parts.append("warp-specialize")
-    parts.append("canonicalize,cse,fp32-at-use,dce")
-    return ",".join(parts)
+    plan = f"xblock={xblock},rblock={rblock},num_warps=4"
+    return gluon_form(plan, persistent=persistent, stages=stages, specialize=specialized)
 
 
 def run(ex: Example, kernel: Kernel, num_sms: int = 132, seed: int = 0) -> dict:
@@ -71,7 +66,7 @@ def test_pipelined_kernels_equal_the_unpipelined_kernel(
     seed: int,
 ) -> None:
     ex = example(name, *shape)
-    before = ex.kernel(f"plan{{xblock={xblock},rblock={rblock},num_warps=4}},{CACHED},fp32-at-use,dce")
+    before = ex.kernel(gluon_form(f"xblock={xblock},rblock={rblock},num_warps=4", pipelined=False))
     kernel = ex.kernel(pipeline_text(xblock, rblock, stages, persistent, specialized))
     tma = has(before, TmaLoadOp)
     assert has(kernel, WarpSpecializeOp) == (specialized and tma)

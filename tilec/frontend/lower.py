@@ -39,6 +39,7 @@ from tilec.frontend.reasons import (
 )
 from tilec.frontend.result import Access, KernelArg, Lowered, Unsupported
 from tilec.ir.dtypes import DType, i32, i64
+from tilec.ir.errors import error_line
 from tilec.ir.ops import LoadOp, StoreOp
 from tilec.ir.types import PointerType
 
@@ -62,8 +63,7 @@ def lower(
         if strict:
             raise
         log.debug("tilec.lower failed", exc_info=True)
-        message = " ".join(f"{type(e).__name__}: {e}".split())[:200]
-        return Unsupported(f"{INTERNAL_ERROR}: {message}")
+        return Unsupported(f"{INTERNAL_ERROR}: {error_line(e, 200)}")
 
 
 def static_int(e: Any) -> int:

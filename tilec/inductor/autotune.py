@@ -1,8 +1,9 @@
 """The autotuner: a kernel's candidates timed on the GPU the first time it is compiled, the fastest kept.
 
+    cands = autotune.candidates(hopper=True, forced=None, decline=True)
     if autotune.wanted(device):
-        tuned = autotune.tune(scheduling, features, lowered, candidates, plans)
-        tuned.winner            # "gluon", "triton" or "stock"
+        tuned = autotune.tune(scheduling, features, lowered, device, cands, plan_for)
+        tuned.winner            # a candidate: "gluon", "gluon{xblock=1,num_warps=4}", "triton" or "stock"
 
 The candidates are what tilec could run for the kernel — each emitter it may use (Gluon on
 sm_90+, Triton), with its heuristic plan and with the plan variants in `PLAN_VARIANTS` — and stock
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tilec import config as cfg
+from tilec.ir.errors import error_line
 
 if TYPE_CHECKING:
     from tilec.inductor.hook import Plan
@@ -235,10 +237,6 @@ def pick(ms: dict[str, float]) -> str:
     return best
 
 
-def _error(e: BaseException) -> str:
-    return " ".join(f"{type(e).__name__}: {e}".split())[:200]
-
-
 def tune(
     scheduling: Any, features: Any, lowered: Any, device: Any, cands: list[str], plan_for: Callable[[str], Plan]
 ) -> Tuned | None:
@@ -272,7 +270,7 @@ def _tune(
         except Exception as e:  # a candidate that fails to build, compile or run is not chosen
             if cfg.strict and c != STOCK:
                 raise
-            errors[c] = _error(e)
+            errors[c] = error_line(e, 200)
             log.debug("tilec: autotuning: %s failed", c, exc_info=True)
     del args
     if not any(c != STOCK for c in ms) or (STOCK in cands and STOCK not in ms):

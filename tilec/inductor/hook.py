@@ -32,6 +32,7 @@ from typing import Any
 
 from tilec import config as cfg
 from tilec.inductor.report import KernelRecord, graph_number, record
+from tilec.ir.errors import error_line
 
 log = logging.getLogger("tilec")
 
@@ -205,9 +206,11 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> Plan:
     key = (text, tuple(names), emitter, plan, cfg.pipelines["triton"], cfg.pipelines["gluon"])
     built = _built.get(key)
     if built is None:
-        triton_pipeline = cfg.pipelines["triton"]
-        if plan and emitter == "triton":
-            triton_pipeline = with_plan(triton_pipeline, plan)
+
+        def pipeline_of(kind: str) -> str:  # the plan options apply to the primary emitter only
+            return with_plan(cfg.pipelines[kind], plan) if plan and kind == emitter else cfg.pipelines[kind]
+
+        triton_pipeline = pipeline_of("triton")
         tk = _pipeline(text, triton_pipeline)
         triton = Emitted("triton", triton_pipeline, emit_triton(tk).source, _order(tk, names, "Triton"))
         if emitter == "triton":
@@ -215,7 +218,7 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> Plan:
         else:
             from tilec.emit.gluon import emit_gluon
 
-            gluon_pipeline = with_plan(cfg.pipelines["gluon"], plan) if plan else cfg.pipelines["gluon"]
+            gluon_pipeline = pipeline_of("gluon")
             gk = _pipeline(text, gluon_pipeline)
             gluon = Emitted("gluon", gluon_pipeline, emit_gluon(gk).source, _order(gk, names, "Gluon"))
             built = (gluon, triton, _tma_operands(gk, names))
@@ -229,10 +232,6 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> Plan:
 # logical kernel text and settings -> what build made of it: a model's repeated layers (the same
 # norm in every block) run the pipelines once
 _built: dict[tuple[Any, ...], tuple[Emitted, Emitted | None, list[tuple[int, tuple[int, ...], int]]]] = {}
-
-
-def _error_text(e: BaseException) -> str:
-    return " ".join(f"{type(e).__name__}: {e}".split())[:300]
 
 
 def attempt(scheduling: Any, features: Any, device: Any) -> Plan | str:
@@ -259,14 +258,12 @@ def attempt(scheduling: Any, features: Any, device: Any) -> Plan | str:
             cands = autotune.candidates(hopper, forced, cfg.decline)
             tuned = None
             if len(cands) > 1 and autotune.wanted(device):
-                tuned = autotune.tune(
-                    scheduling,
-                    features,
-                    lowered,
-                    device,
-                    cands,
-                    lambda c: build(lowered, autotune.split(c)[0], device.type, autotune.split(c)[1]),
-                )
+
+                def plan_for(candidate: str) -> Plan:
+                    candidate_emitter, options = autotune.split(candidate)
+                    return build(lowered, candidate_emitter, device.type, options)
+
+                tuned = autotune.tune(scheduling, features, lowered, device, cands, plan_for)
             if tuned is not None:
                 if tuned.winner == autotune.STOCK:
                     return f"stock Inductor timed fastest when autotuned: {tuned.describe()}"
@@ -284,9 +281,9 @@ def attempt(scheduling: Any, features: Any, device: Any) -> Plan | str:
         if cfg.strict:
             raise
         log.warning(
-            "tilec: a kernel falls back to Inductor: %s", _error_text(e), exc_info=log.isEnabledFor(logging.DEBUG)
+            "tilec: a kernel falls back to Inductor: %s", error_line(e), exc_info=log.isEnabledFor(logging.DEBUG)
         )
-        return f"{INTERNAL_ERROR}: {_error_text(e)}"
+        return f"{INTERNAL_ERROR}: {error_line(e)}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -529,7 +526,7 @@ def cpp_scheduling_class() -> type:
                 except Exception as e:  # building the SIMD view of C++-fused nodes
                     if committing or cfg.strict:
                         raise
-                    reason = f"{INTERNAL_ERROR}: {_error_text(e)}"
+                    reason = f"{INTERNAL_ERROR}: {error_line(e)}"
             self._pending.append(({n.get_name() for n in nodes}, reason, device))
             return super().codegen_node(node)
 

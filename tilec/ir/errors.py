@@ -42,3 +42,9 @@ class IRTypeError(TilecError, ValueError):
 
 class LayoutError(IRTypeError):
     """An invalid layout, or a layout that does not fit the shape it is attached to."""
+
+
+def error_line(e: BaseException, limit: int = 300) -> str:
+    """Any exception as one line of at most `limit` characters ("TypeError: ..."), for a decline
+    reason or a log line."""
+    return " ".join(f"{type(e).__name__}: {e}".split())[:limit]

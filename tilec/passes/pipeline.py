@@ -193,6 +193,17 @@ def _issue(b: Builder, cache: Cache, g: Value, items: int, stages: int, block_of
     b.create("tile.tma_load", cache.desc, row, col, cache.ready, slot, view)
 
 
+def _issue_if_before(
+    b: Builder, g: Value, total: Value, cache: Cache, items: int, stages: int, block_of: BlockOf
+) -> None:
+    """Copies item `g` if it is one of the `total` items: `if g < total { issue }`."""
+    guard = b.if_(b.op("tile.cmp", g, total, predicate="lt"))
+    with b.inside(guard.regions[0]):
+        _issue(b, cache, g, items, stages, block_of)
+        b.yield_()
+    Builder.at_end(guard.regions[1]).yield_()
+
+
 def pipeline_cache(kernel: Kernel, cache: Cache, stages: int, anchor: Operation) -> None:
     """Rewrites one cache; its ring, barriers and prologue go right before `anchor`."""
     loop = persistent_loop(kernel)
@@ -247,13 +258,7 @@ def pipeline_cache(kernel: Kernel, cache: Cache, stages: int, anchor: Operation)
     cache.buf, cache.ready = new_buf, new_ready
     # prologue: the first `slots` items
     for q in range(slots):
-        gq = b.constant(q, i32)
-        cond = b.op("tile.cmp", gq, total, predicate="lt")
-        guard = b.if_(cond)
-        with b.inside(guard.regions[0]):
-            _issue(b, cache, gq, items, slots, block_of)
-            b.yield_()
-        Builder.at_end(guard.regions[1]).yield_()
+        _issue_if_before(b, b.constant(q, i32), total, cache, items, slots, block_of)
 
     # every read: wait (first read of an item), read its slot, and release it after its last read
     last_phase = cache.phases - 1
@@ -275,12 +280,7 @@ def pipeline_cache(kernel: Kernel, cache: Cache, stages: int, anchor: Operation)
             after.create("tile.fence_async_shared")
             after.create("tile.cta_barrier")
             h = after.op("tile.add", g, after.constant(slots, i32), name_hint="next_item")
-            more = after.op("tile.cmp", h, total, predicate="lt")
-            guard = after.if_(more)
-            with after.inside(guard.regions[0]):
-                _issue(after, cache, h, items, slots, block_of)
-                after.yield_()
-            Builder.at_end(guard.regions[1]).yield_()
+            _issue_if_before(after, h, total, cache, items, slots, block_of)
     for op in cache.waits:
         op.erase()
     for op in cache.fills:

@@ -42,6 +42,30 @@ TRITON_DEFAULT = [
     "dce",  # what the rewrites left unused goes
 ]
 
+
+def gluon_form(
+    plan: str = "row_block_bytes=131072",
+    cache: str = "smem",
+    persistent: bool = False,
+    stages: int | None = None,
+    specialize: bool = False,
+    pipelined: bool = True,
+) -> str:
+    """A form of the Gluon pipeline with its choices open (the passes and their order as in
+    GLUON_DEFAULT, which is `gluon_form(cache="auto")`): the plan pass's options, the cache,
+    `persistent`, the ring's `stages` (None: the pass chooses), `warp-specialize`, and whether
+    the cache becomes a ring at all. The tests and the variant survey name their forms with it."""
+    parts = [f"plan{{{plan}}}", "canonicalize,peel,canonicalize,cse", f"reuse{{cache={cache}}}", "cse"]
+    if not pipelined:
+        return ",".join([*parts, "fp32-at-use,dce"])
+    if persistent:
+        parts.append("persistent")
+    parts.append("pipeline" if stages is None else f"pipeline{{stages={stages}}}")
+    if specialize:
+        parts.append("warp-specialize")
+    return ",".join([*parts, "canonicalize,cse,fp32-at-use,dce"])
+
+
 NAMED_PIPELINES["gluon-default"] = ",".join(GLUON_DEFAULT)
 NAMED_PIPELINES["triton-default"] = ",".join(TRITON_DEFAULT)
 
@@ -49,21 +73,16 @@ NAMED_PIPELINES["triton-default"] = ",".join(TRITON_DEFAULT)
 def with_plan(pipeline: str, options: str) -> str:
     """`pipeline` (a name or a pipeline string) written out, with `options` ("xblock=1,num_warps=4")
     set on its first `plan` pass, over that pass's own (the chooser's and the autotuner's plan
-    variants)."""
-    from tilec.passes.manager import PipelineError, _split_top
+    variants). The options are checked as any pipeline's are."""
+    from tilec.passes.base import PipelineError
+    from tilec.passes.manager import parse_pipeline
 
-    items = _split_top(NAMED_PIPELINES.get(pipeline.strip(), pipeline))
-    while any(i.strip() in NAMED_PIPELINES for i in items):
-        items = [p for i in items for p in _split_top(NAMED_PIPELINES.get(i.strip(), i))]
-    for n, item in enumerate(items):
-        name, _, rest = item.strip().partition("{")
-        if name.strip() != "plan":
-            continue
-        merged: dict[str, str] = {}
-        for kv in [*rest.rstrip("}").split(","), *options.split(",")]:
-            if "=" in kv:
-                k, v = kv.split("=", 1)
-                merged[k.strip()] = v.strip()
-        items[n] = "plan{" + ",".join(f"{k}={v}" for k, v in merged.items()) + "}"
-        return ",".join(i.strip() for i in items)
-    raise PipelineError(f"pipeline '{pipeline}' has no plan pass to set {options} on")
+    passes = parse_pipeline(pipeline)
+    where = next((n for n, p in enumerate(passes) if p.name == "plan"), None)
+    if where is None:
+        raise PipelineError(f"pipeline '{pipeline}' has no plan pass to set {options} on")
+    given = parse_pipeline(f"plan{{{options}}}")[0]
+    keys = [kv.split("=", 1)[0].strip() for kv in options.split(",") if kv.strip()]
+    old = passes[where]
+    passes[where] = type(old)(**{**old.options(), **{k: getattr(given, k) for k in keys}})
+    return ",".join(p.describe() for p in passes)

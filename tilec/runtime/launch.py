@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from tilec.ir.errors import error_line
 from tilec.runtime.loader import load_source
 
 log = logging.getLogger("tilec")
@@ -142,11 +143,10 @@ class TilecKernel:
             self._primary_failed = True
             self.launches["primary"] -= 1
             log.warning(
-                "tilec: %s: the %s kernel failed on its first launch (%s: %s); using %s from now on",
+                "tilec: %s: the %s kernel failed on its first launch (%s); using %s from now on",
                 self.name,
                 self.primary.kind,
-                type(e).__name__,
-                " ".join(str(e).split())[:300],
+                error_line(e),
                 self.fallback.kind,
             )
             self._launch_fallback(args, stream)
@@ -222,20 +222,14 @@ class TilecKernel:
                 if index is None:  # pragma: no cover - descriptors are built from run()'s tensors
                     raise RuntimeError(f"tilec: {self.name}: descriptor {name} is built from no argument")
                 self._desc_args[name] = index
-        templates = {name: _unbound(d) for name, d in built.items()}
+        templates = {name: _rebind(d, None) for name, d in built.items()}
         self._descs[ptrs] = templates
         return templates
 
 
-def _unbound(desc: Any) -> Any:
-    """A copy of a descriptor without its tensor (the cache must not keep tensors alive)."""
-    t = object.__new__(type(desc))
-    t.__dict__.update(desc.__dict__)
-    t.base = None
-    return t
-
-
 def _rebind(template: Any, tensor: Any) -> Any:
+    """A shallow copy of a descriptor on `tensor` (None: a template, which the cache keeps without
+    its tensor so that it never keeps an activation alive)."""
     d = object.__new__(type(template))
     d.__dict__.update(template.__dict__)
     d.base = tensor
