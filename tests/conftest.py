@@ -16,6 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import profiles  # noqa: F401  (registers the hypothesis profiles; --hypothesis-profile picks one)
 from lit import LitError, run_file
 
 

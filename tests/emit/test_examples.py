@@ -7,8 +7,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import hypothesis
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "passes"))
 
@@ -16,12 +18,15 @@ from examples import OUTPUTS, example, kernel_count, run_interp, run_triton
 
 
 @settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
-    derandomize=True,
     phases=[Phase.explicit, Phase.generate],
     suppress_health_check=list(HealthCheck),
 )
+# Found on a fresh machine: fp16 GELU over rows of 100 in a strided view holding ±Inf and NaN.
+# The kernel rounded every fp16 intermediate where stock Inductor computes in f32, and the
+# interpreter's f32 kernels (torch's, which vary with the CPU) decided the special values.
+@hypothesis.example(name="gelu_mlp", cols=100, rows=2, dtype="f16", strided=True, specials=True)
 @given(
     name=st.sampled_from(sorted(OUTPUTS)),
     cols=st.sampled_from([1, 3, 17, 64, 100, 257, 1000, 1024]),

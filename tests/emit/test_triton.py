@@ -10,6 +10,7 @@ import torch
 from harness import assert_same_outputs, planned, run_interp, run_triton
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from tilec.emit.common import EmitError
 from tilec.emit.triton import emit_triton
@@ -138,7 +139,9 @@ def reduction_kernel() -> str:
     return text + "\n".join(lines) + "\n}\n"
 
 
-@settings(max_examples=8, deadline=None, phases=[Phase.explicit, Phase.generate])  # no shrinking: runs are slow
+@settings(
+    max_examples=examples(8), deadline=None, phases=[Phase.explicit, Phase.generate]
+)  # no shrinking: runs are slow
 @given(seed=st.integers(0, 2**16), specials=st.booleans())
 def test_reductions_match_the_interpreter(seed: int, specials: bool) -> None:
     k = planned(reduction_kernel())

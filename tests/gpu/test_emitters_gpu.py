@@ -14,6 +14,7 @@ import torch
 from gpu_support import hopper
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "passes"))
 
@@ -27,7 +28,10 @@ KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 
 
 @settings(
-    max_examples=30, deadline=None, phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck)
+    max_examples=examples(30),
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
 )
 @given(
     name=st.sampled_from(sorted(OUTPUTS)),

@@ -41,7 +41,8 @@ class Case:
     cpu: str = TAKEN  # TAKEN, or the reason of the kernels tilec declines (at least one) on the CPU
     cuda: str = TAKEN  # the same for the fake H100
     stock: dict[str, Any] = field(default_factory=dict)  # Inductor settings for the stock compile
-    like_eager: bool = True  # False: compiled code draws its random numbers otherwise than eager
+    emulate: bool = False  # Inductor's emulate_precision_casts, for both compiles
+    like_eager: bool = True  # False: compiled code computes otherwise than eager (random numbers, roundings)
 
 
 def randn(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0) -> torch.Tensor:
@@ -98,9 +99,11 @@ CORPUS = [
         lambda x: torch.tanh(torch.sigmoid(x) * 3).clamp(-0.5, 0.5) + x.abs(),
         lambda: [randn(M, N)],
     ),
-    # stock Inductor's C++ drops a bf16 round trip (x.to(bf16).float()) unless told to emulate it;
-    # tilec keeps it, as eager does
-    Case("bf16_round_trip", bf16_round_trip, lambda: [randn(M, N)], stock={"emulate_precision_casts": True}),
+    # a bf16 round trip (x.to(bf16).float()) inside a kernel: stock Inductor computes it in f32 (no
+    # rounding) unless emulate_precision_casts is set, and tilec computes as stock does
+    Case("bf16_round_trip", bf16_round_trip, lambda: [randn(M, N)], like_eager=False),
+    # with emulate_precision_casts, stock rounds as eager does, and so does tilec
+    Case("bf16_round_trip_emulated", bf16_round_trip, lambda: [randn(M, N)], emulate=True),
     Case("flip", lambda x: x.flip(-1) + x, lambda: [randn(M, N)]),
     Case("strided_slices", lambda x: x[:, ::2] * 2 + x[:, 1::2], lambda: [randn(M, 2 * N)], cuda=UNTRACEABLE),
     Case("masked_fill", lambda x, m: x.masked_fill(m, 0.0) * 3, lambda: [randn(M, N), randn(M, N, seed=1) > 0]),
@@ -199,13 +202,15 @@ def test_cpu_outputs_equal_stock_and_every_kernel_is_accounted_for(case: Case) -
     inputs = case.inputs()
     torch.manual_seed(0)  # the same random numbers for every run (dropout)
     eager = outputs(case.fn(*inputs))
-    with tilec.config.patch(enabled=False), torch._inductor.config.patch(case.stock):
+    both = {"emulate_precision_casts": case.emulate}
+    with tilec.config.patch(enabled=False), torch._inductor.config.patch({**both, **case.stock}):
         torch.manual_seed(0)
         stock = outputs(torch.compile(case.fn, dynamic=False, fullgraph=True)(*inputs))
     torch._dynamo.reset()
     tilec.reset_report()
     torch.manual_seed(0)
-    outs = outputs(torch.compile(case.fn, backend="tilec", dynamic=False, fullgraph=True)(*inputs))
+    with torch._inductor.config.patch(both):
+        outs = outputs(torch.compile(case.fn, backend="tilec", dynamic=False, fullgraph=True)(*inputs))
     records = tilec.report()
 
     assert len(outs) == len(stock) == len(eager)

@@ -11,6 +11,7 @@ import torch
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from input_cases import DTYPES, FUNCTIONS, LAYOUTS, check_compiled, make_inputs
+from profiles import examples
 
 import tilec
 from tilec.frontend import reasons
@@ -74,7 +75,10 @@ def test_nan_and_inf_propagate_as_in_eager(name: str, dtype: torch.dtype) -> Non
 
 
 @settings(
-    max_examples=15, deadline=None, phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck)
+    max_examples=examples(15),
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
 )
 @given(
     name=st.sampled_from(sorted(FUNCTIONS)),

@@ -9,6 +9,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from tilec import interp
 from tilec.ir import parse, verify
@@ -51,7 +52,7 @@ def test_physical_kernels_equal_eager(name: str, rows: int) -> None:
     check(name, rows)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(rows=st.integers(1, 7), seed=st.integers(0, 2**20), num_sms=st.integers(1, 4), shuffle=st.booleans())
 def test_ring_and_ws_under_random_schedules(rows: int, seed: int, num_sms: int, shuffle: bool) -> None:
     for name in ("rmsnorm_ring", "rmsnorm_ws"):
@@ -176,7 +177,7 @@ def test_broken_variant_is_caught(case: str) -> None:
         assert message in text, text
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(case=st.sampled_from(sorted(BROKEN)), seed=st.integers(0, 2**30))
 def test_every_seed_finds_the_bug(case: str, seed: int) -> None:
     _, _, error, _ = BROKEN[case]

@@ -10,6 +10,7 @@ from pathlib import Path
 from gen import kernels
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from tilec.cli import main
 from tilec.ir import Module, TilecError, parse, print_module, verify
@@ -28,7 +29,7 @@ def valid_tile_files() -> list[Path]:
     return out
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kernels())
 def test_random_programs_verify_and_round_trip(module: Module) -> None:
     verify(module)
@@ -40,7 +41,7 @@ def test_random_programs_verify_and_round_trip(module: Module) -> None:
     assert print_module(parse(generic)) == text
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kernels())
 def test_random_programs_survive_the_basic_passes(module: Module) -> None:
     run_pipeline(module, "canonicalize,cse,dce")  # verifies after each pass
@@ -108,7 +109,7 @@ def _mutate(text: str, data: st.DataObject) -> str:
     return text
 
 
-@settings(max_examples=2500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(2500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_mutations_never_crash_the_parser(data: st.DataObject) -> None:
     files = valid_tile_files()
@@ -124,7 +125,7 @@ def test_mutations_never_crash_the_parser(data: st.DataObject) -> None:
         assert ": error: " in str(e), str(e)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(st.binary(max_size=300))
 def test_random_bytes_never_crash(blob: bytes) -> None:
     text = blob.decode("utf-8", errors="replace")
@@ -134,7 +135,7 @@ def test_random_bytes_never_crash(blob: bytes) -> None:
         assert e.loc is not None and str(e).startswith("blob.tile:"), str(e)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutations_never_crash_the_cli(data: st.DataObject, tmp_path_factory) -> None:
     files = valid_tile_files()

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from test_reuse_peel_fp32 import same_bits
 
 from examples import Example, example
@@ -41,7 +42,10 @@ def has(kernel: Kernel, cls: type) -> bool:
 
 
 @settings(
-    max_examples=30, deadline=None, phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck)
+    max_examples=examples(30),
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
 )
 @given(
     name=st.sampled_from(["rmsnorm", "layernorm", "softmax"]),

@@ -7,6 +7,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from examples import OUTPUTS, example, run_interp
 from tilec.ir import Kernel
@@ -109,7 +110,10 @@ PASS_SEQUENCES = [
 
 
 @settings(
-    max_examples=25, deadline=None, phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck)
+    max_examples=examples(25),
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
 )
 @given(
     name=st.sampled_from(sorted(OUTPUTS)),
@@ -139,7 +143,7 @@ def test_default_pipelines_equal_eager(pipeline: str, name: str, rows: int, cols
     ex.check(run_interp(ex, ex.kernel(pipeline)), pipeline)
 
 
-@settings(max_examples=12, deadline=None, derandomize=True)
+@settings(max_examples=examples(12), deadline=None)
 @given(
     name=st.sampled_from(sorted(OUTPUTS)),
     rows=st.integers(1, 9),

@@ -77,6 +77,14 @@ def _tilec_max(a, b):
 def _tilec_min(a, b):
     return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
 """,
+    "fmod": """@triton.jit
+def _tilec_fmod(a, b):
+    # C's fmod: the GPU's a % b gives inf for inf % inf and +0 for -0 % 1; the result has a's sign
+    r = a % b
+    r = tl.where(r == 0.0, a * 0.0, r)
+    r = tl.where(tl.abs(b) == float("inf"), a, r)
+    return tl.where(tl.abs(a) == float("inf"), float("nan"), r)
+""",
     "prod": """@triton.jit
 def _tilec_mul(a, b):
     return a * b
@@ -101,18 +109,27 @@ def _tilec_argmin(va, ia, vb, ib):
 """,
     "tanh": """@triton.jit
 def _tilec_tanh(x):
-    # (1 - e^(-2|x|)) / (1 + e^(-2|x|)) with the sign of x: no overflow; NaN stays NaN
-    e = tl.exp(-2.0 * tl.abs(x))
+    # |x| >= 0.625: (1 - e^(-2|x|)) / (1 + e^(-2|x|)) with the sign of x (no overflow; NaN stays
+    # NaN); below, where 1 - e^(-2|x|) cancels, an odd polynomial (Cephes tanhf); tanh(±0) = ±0
+    a = tl.abs(x)
+    e = tl.exp(-2.0 * a)
     t = (1.0 - e) / (1.0 + e)
-    return tl.where(x < 0.0, -t, t)
+    z = x * x
+    p = ((((-5.70498872745e-3 * z + 2.06390887954e-2) * z - 5.37397155531e-2) * z + 1.33314422036e-1) * z - 3.33332819422e-1) * z * x + x
+    return tl.where(x == 0.0, x, tl.where(a < 0.625, p, tl.where(x < 0.0, t * -1.0, t)))
 """,
     "pow": """@triton.jit
 def _tilec_pow(a, b):
+    # C99 pow: exp2(b * log2|a|) with the sign and special cases of Annex F
+    a, b = tl.broadcast(a, b)
     r = tl.exp2(b * tl.log2(tl.abs(a)))
     integral = b == tl.floor(b)
     odd = integral & (tl.abs(b % 2.0) == 1.0)
-    r = tl.where(a < 0.0, tl.where(integral, tl.where(odd, -r, r), float("nan")), r)
-    return tl.where(b == 0.0, 1.0, r)
+    signed = integral | (a == float("-inf"))  # a negative base: only integral powers are real
+    r = tl.where(a < 0.0, tl.where(signed, tl.where(odd, r * -1.0, r), float("nan")), r)
+    r = tl.where((a == 0.0) & ((1.0 / a) < 0.0) & odd, r * -1.0, r)  # (-0)^odd keeps the sign
+    one = (b == 0.0) | (a == 1.0) | ((a == -1.0) & (tl.abs(b) == float("inf")))
+    return tl.where(one, 1.0, tl.where(b == 1.0, a, r))
 """,
     "bf16": """@triton.jit
 def _tilec_bf16(x):
@@ -288,7 +305,10 @@ class PythonEmitter:
             for v in op.operands
         ]
         name = op.name
-        if name in BINARY_SYMBOLS:
+        if name == "tile.rem" and dt.is_float:
+            self.helpers.add("fmod")
+            expr = f"_tilec_fmod({args[0]}, {args[1]})"
+        elif name in BINARY_SYMBOLS:
             expr = f"{args[0]} {BINARY_SYMBOLS[name]} {args[1]}"
         elif name == "tile.div":
             expr = f"{args[0]} / {args[1]}" if dt.is_float else f"{args[0]} // {args[1]}"
@@ -297,7 +317,8 @@ class PythonEmitter:
             nan = ", propagate_nan=tl.PropagateNan.ALL" if dt.is_float else ""
             expr = f"{fn}({args[0]}, {args[1]}{nan})"
         elif name == "tile.neg":
-            expr = f"-{args[0]}"
+            # Triton's unary minus is 0 - x, which gives +0 for +0: multiplying by -1 flips the sign
+            expr = f"{args[0]} * -1.0" if dt.is_float else f"-{args[0]}"
         elif name == "tile.not":
             expr = f"~{args[0]}"
         elif name == "tile.fma":
@@ -449,6 +470,9 @@ def _cast(e: PythonEmitter, o: Operation, d: int) -> None:
         e.assign(o, f"{src} != 0", d)
     elif dt.is_float and src_dt is not None and src_dt.is_float and src_dt.bits > dt.bits:
         e.assign(o, e.downcast(src, dt), d)
+    elif dt.is_float and src_dt is not None and src_dt.is_float and src_dt != dt and src_dt.bits == dt.bits:
+        # fp16 <-> bf16 through f32 (exact), then one rounding: Triton's interpreter converts them wrongly
+        e.assign(o, e.downcast(f"{e.L}.cast({src}, {e.L}.float32)", dt), d)
     else:
         # tl.cast rather than .to(): a loop index is a plain int in Triton's interpreter
         e.assign(o, f"{e.L}.cast({src}, {e.dtype(dt)})", d)

@@ -46,6 +46,18 @@ def to_tilec(dtype: torch.dtype) -> DType:
     return DType(name)
 
 
+def compute_dtype(dt: DType) -> DType:
+    """The dtype a value of `dt` computes in between its load and its store, as stock Inductor's
+    Triton kernels do: with `triton.codegen_upcast_to_fp32` (Inductor's default) fp16 and bf16
+    values are widened to f32 when loaded and stay f32, so a kernel rounds only where it stores.
+    Rounding after every op instead would give other numbers than the kernel tilec replaces."""
+    from torch._inductor import config
+
+    if dt.name in ("f16", "bf16") and config.triton.codegen_upcast_to_fp32:
+        return DType("f32")
+    return dt
+
+
 def to_torch(dtype: DType) -> torch.dtype:
     return _TO_TORCH[dtype.name]
 

@@ -1,6 +1,7 @@
 """The Inductor ops handler tilec replays LoopBodies under: every `ops.*` call becomes tile IR.
 
-Math maps onto elementwise ops in the dtypes the LoopBody writes (its `to_dtype` upcasts stay);
+Math maps onto elementwise ops in the dtypes the LoopBody writes, with fp16 and bf16 computed in
+f32 from load to store as stock Inductor computes them (`tilec.frontend.dtypes.compute_dtype`);
 memory, index and reduction ops go to the kernel being built (`tilec.frontend.lower`). An op
 outside the table raises `UnsupportedError` with a stable reason.
 """
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch._inductor.ops_handler import DefaultHandler
 
-from tilec.frontend.dtypes import promote, to_tilec
+from tilec.frontend.dtypes import compute_dtype, promote, to_tilec
 from tilec.frontend.emitter import TV, PendingReduction
 from tilec.frontend.reasons import (
     ATOMIC_STORE,
@@ -154,7 +155,7 @@ class TileOpsHandler(DefaultHandler):
     # -- constants, casts, selection
 
     def op_constant(self, value: Any, dtype: torch.dtype) -> TV:
-        dt = to_tilec(dtype)
+        dt = compute_dtype(to_tilec(dtype))
         if dt.is_bool:
             value = bool(value)
         elif dt.is_float:
@@ -164,7 +165,9 @@ class TileOpsHandler(DefaultHandler):
         return self.em.const(value, dt)
 
     def op_to_dtype(self, x: Any, dtype: torch.dtype, src_dtype: Any = None, use_compute_types: bool = True) -> TV:
-        dt = to_tilec(dtype)
+        # use_compute_types=False is a rounding Inductor asks for (emulate_precision_casts, a saved
+        # low-precision output): the value really becomes fp16/bf16; otherwise bf16 stays f32
+        dt = to_tilec(dtype) if not use_compute_types else compute_dtype(to_tilec(dtype))
         t = self.tv(x, dt)
         return self.em.cast(t, dt)
 
@@ -175,7 +178,7 @@ class TileOpsHandler(DefaultHandler):
             return t
         if t.dtype.bits != dt.bits:
             raise UnsupportedError(unsupported_op("to_dtype_bitcast"))
-        return self.em.emit("tile.bitcast", [t], t.dims, dt, "bitcast")
+        return self.em.cast(self.em.emit("tile.bitcast", [t], t.dims, dt, "bitcast"), compute_dtype(dt))
 
     def op_identity(self, x: Any) -> TV:
         return self.tv(x)
@@ -243,7 +246,8 @@ class TileOpsHandler(DefaultHandler):
     # -- memory, indices, reductions
 
     def op_load(self, name: str, index: Any) -> TV:
-        return self.kb.load(name, index)
+        value = self.kb.load(name, index)
+        return self.em.cast(value, compute_dtype(value.dtype), hint="wide")
 
     def op_store(self, name: str, index: Any, value: Any, mode: Any = None) -> None:
         if mode is not None:
@@ -256,7 +260,7 @@ class TileOpsHandler(DefaultHandler):
     def op_reduction(self, dtype: torch.dtype, src_dtype: torch.dtype, reduction_type: str, value: Any) -> Any:
         if isinstance(value, tuple):
             raise UnsupportedError(SPLIT_REDUCTION_PARTIALS)
-        outs = self.em.reduce(reduction_type, self.tv(value), to_tilec(dtype))
+        outs = self.em.reduce(reduction_type, self.tv(value), compute_dtype(to_tilec(dtype)))
         self.kb.note_reduction(reduction_type)
         return outs if len(outs) > 1 else outs[0]
 

@@ -1,8 +1,10 @@
 """The meaning of the ops that compute in registers: each is a function of torch tensors.
 
 Scalars are 0-d tensors and tiles n-d tensors of the op's dtype, so integer arithmetic wraps at
-its width and bf16/f16 results round after every op. Transcendental functions on half precision
-run in f32 and round back, as the GPUs do.
+its width and bf16/f16 results round after every op. Floating-point results are the correctly
+rounded IEEE-754 ones: +, -, *, / and casts round once (the hardware does), fmod is exact, and
+the functions (sqrt, exp, erf, ...) run in f64 and round once to the op's dtype, whatever the
+CPU. docs/numerics.md says where the GPUs and Triton's interpreter differ from this.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+import numpy as np
 import torch
 
-from tilec.interp.dtypes import compute_dtype, to_torch
+from tilec.interp.dtypes import to_torch
 from tilec.interp.errors import ExecutionError
 from tilec.ir.core import Operation
 from tilec.ir.dtypes import DType, Type
@@ -116,7 +119,12 @@ def _div(op: Operation, a: Tensor, b: Tensor) -> Tensor:
 def _rem(op: Operation, a: Tensor, b: Tensor) -> Tensor:
     if not a.is_floating_point():
         _check_divisor(op, b)
-    return torch.fmod(a, b)
+        return torch.fmod(a, b)
+    # C's fmod, which is exact: torch's (a - trunc(a / b) * b) is not when a / b overflows, and
+    # gives fmod(inf, tiny) = inf
+    wide = torch.promote_types(a.dtype, torch.float32)
+    x, y = torch.broadcast_tensors(a.to(wide), b.to(wide))
+    return torch.from_numpy(np.fmod(x.numpy(), y.numpy())).to(a.dtype)
 
 
 BINARY: dict[str, Callable[[Operation, Tensor, Tensor], Tensor]] = {
@@ -164,7 +172,9 @@ def _elementwise(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
     if op.name in UNARY:
         (a,) = args
         if dt.is_float:
-            return [UNARY[op.name](a.to(compute_dtype(dt))).to(out_t)]
+            # in f64, then rounded once to the result's dtype: the correctly rounded result (torch's
+            # f32 kernels are not: sqrt(65504) is off by one ulp, and vectorized paths vary by CPU)
+            return [UNARY[op.name](a.to(torch.float64)).to(out_t)]
         return [UNARY[op.name](a)]
     if op.name == "tile.fma":
         a, b, c = (x.double() for x in args)

@@ -28,10 +28,3 @@ FROM_TORCH: dict[torch.dtype, str] = {v: k for k, v in TORCH_DTYPES.items()}
 
 def to_torch(dt: DType) -> torch.dtype:
     return TORCH_DTYPES[dt.name]
-
-
-def compute_dtype(dt: DType) -> torch.dtype:
-    """The dtype math runs in before rounding to `dt`: f32 for half precision, else `dt` itself."""
-    if dt.name in ("f16", "bf16", "f8e4m3", "f8e5m2"):
-        return torch.float32
-    return to_torch(dt)
