@@ -1,7 +1,7 @@
 """The `tilec` command line.
 
     tilec opt FILE.tile [-p PIPELINE] [--print-ir-after-all] [--no-verify] [-o OUT]
-    tilec dump [--ir] PATH.py[:FUNC] [--shape 4096,8192] [--dtype bf16] [-p PIPELINE] [--device cuda|cpu]
+    tilec dump [--ir] PATH.py[:NAME] [--shape 4096,8192] [--dtype bf16] [-p PIPELINE] [--device cuda|cpu]
     tilec demo                       # also: torch.compile(backend="tilec") on examples/, checked against eager
 
 User errors (bad input, unknown passes, verifier failures) print one located message and exit
@@ -208,8 +208,13 @@ def build_parser() -> argparse.ArgumentParser:
     emit.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     emit.set_defaults(func=cmd_emit)
 
-    dump = sub.add_parser("dump", help="show the kernels Inductor builds for a PyTorch function, as tile IR")
-    dump.add_argument("target", metavar="PATH.py[:FUNC]", help="the file and function to trace (FUNC: forward)")
+    dump = sub.add_parser("dump", help="show the kernels Inductor builds for a PyTorch function or Module, as tile IR")
+    dump.add_argument(
+        "target",
+        metavar="PATH.py[:NAME]",
+        help="the file, and the function or torch.nn.Module subclass to trace (NAME: the file's only "
+        "function or Module subclass, or forward among several)",
+    )
     dump.add_argument(
         "--ir",
         action="store_true",

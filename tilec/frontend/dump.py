@@ -1,16 +1,24 @@
-"""`tilec dump`: the kernels Inductor builds for a function in a Python file, as tile IR.
+"""`tilec dump`: the kernels Inductor builds for a function or Module of a Python file, as tile IR.
 
     tilec dump --ir examples/rmsnorm.py                  # forward(), one 4096x8192 bf16 input
     tilec dump --ir model.py:layer --shape 64,1000 --dtype fp32 -p canonicalize
+    tilec dump model.py:Block                            # a torch.nn.Module subclass
 
-The file's `example_inputs(shape, dtype)`, if it has one, returns FUNC's arguments (so weights
-get their own shapes); otherwise FUNC gets one tensor of `--shape`. Inputs are made on the meta
-device: tracing needs only shapes, strides and dtypes, so 4096x8192 costs no memory.
+Without `:NAME`, the file's entry is its one candidate (a public function defined in the file,
+other than `example_inputs` and `main`, or a `torch.nn.Module` subclass defined in it), or the
+function `forward` among several. A Module subclass is built with no arguments, in eval mode and
+the `--dtype`, and traced for inference: its parameters and buffers become Inductor graph
+inputs, as under `torch.compile(module)`.
+
+The file's `example_inputs(shape, dtype)`, if it has one, returns the call's arguments (so weights
+get their own shapes); otherwise it gets one tensor of `--shape`. Inputs, and Modules, are made on
+the meta device: tracing needs only shapes, strides and dtypes, so 4096x8192 costs no memory.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,7 +27,8 @@ from typing import Any
 
 DEFAULT_SHAPE = (4096, 8192)
 DEFAULT_DTYPE = "bf16"
-DEFAULT_FUNC = "forward"
+DEFAULT_FUNC = "forward"  # chosen among several candidates (examples/layernorm.py: forward, inference)
+NOT_CANDIDATES = ("example_inputs", "main")
 
 
 class DumpError(Exception):
@@ -30,8 +39,9 @@ class DumpError(Exception):
 class Target:
     path: Path
     func_name: str
-    func: Callable[..., Any]
+    func: Callable[..., Any]  # the function, or the Module subclass (`is_module`)
     example_inputs: Callable[..., Any] | None
+    is_module: bool = False
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -54,11 +64,14 @@ def parse_dtype(text: str) -> Any:
 
 
 def load_target(spec: str) -> Target:
-    """`PATH.py[:FUNC]` → the function and the file's `example_inputs`, if any."""
-    path_text, func_name = spec, DEFAULT_FUNC
+    """`PATH.py[:NAME]` → the function or Module subclass to trace and the file's `example_inputs`,
+    if any. Without NAME: the file's one candidate, or `forward` among several."""
+    import torch
+
+    path_text, name = spec, None
     head, sep, tail = spec.rpartition(":")
     if sep and tail.isidentifier():
-        path_text, func_name = head, tail
+        path_text, name = head, tail
     path = Path(path_text)
     if not path.is_file():
         raise DumpError(f"{path_text}: no such file")
@@ -67,20 +80,60 @@ def load_target(spec: str) -> Target:
     if loader_spec is None or loader_spec.loader is None:
         raise DumpError(f"{path}: cannot load it as a Python module")
     module = importlib.util.module_from_spec(loader_spec)
+    # it stays registered: Dynamo imports the module of a function it inlines (a Module's forward)
     sys.modules[module_name] = module
     try:
         loader_spec.loader.exec_module(module)
     except SyntaxError as e:
+        sys.modules.pop(module_name, None)
         raise DumpError(f"{path}:{e.lineno}:{e.offset or 0}: syntax error: {e.msg}") from None
     except Exception as e:
-        raise DumpError(f"{path}: importing it failed: {type(e).__name__}: {e}") from None
-    finally:
         sys.modules.pop(module_name, None)
-    func = getattr(module, func_name, None)
-    if not callable(func):
-        raise DumpError(f"{path} defines no function '{func_name}'")
+        raise DumpError(f"{path}: importing it failed: {type(e).__name__}: {e}") from None
+    candidates = _candidates(module, module_name)
+    if name is None:
+        name = _choose(path, candidates)
+    func = getattr(module, name, None)
+    is_module = isinstance(func, type) and issubclass(func, torch.nn.Module)
+    if func is None or not callable(func) or (isinstance(func, type) and not is_module):
+        raise DumpError(f"{path} defines no function or torch.nn.Module subclass '{name}'{_listing(candidates)}")
     example_inputs = getattr(module, "example_inputs", None)
-    return Target(path, func_name, func, example_inputs if callable(example_inputs) else None)
+    return Target(path, name, func, example_inputs if callable(example_inputs) else None, is_module)
+
+
+def _candidates(module: Any, module_name: str) -> dict[str, str]:
+    """What the file itself defines that `tilec dump` could trace: name → "function" or "module"."""
+    import torch
+
+    out: dict[str, str] = {}
+    for name, value in vars(module).items():
+        if name.startswith("_") or name in NOT_CANDIDATES or getattr(value, "__module__", None) != module_name:
+            continue  # imported, private, or not an entry
+        if inspect.isfunction(value):
+            out[name] = "function"
+        elif isinstance(value, type) and issubclass(value, torch.nn.Module):
+            out[name] = "module"
+    return out
+
+
+def _choose(path: Path, candidates: dict[str, str]) -> str:
+    if len(candidates) == 1:
+        return next(iter(candidates))
+    if candidates.get(DEFAULT_FUNC) == "function":
+        return DEFAULT_FUNC
+    if not candidates:
+        raise DumpError(
+            f"{path} defines nothing to trace: no public function (other than {' and '.join(NOT_CANDIDATES)}) "
+            f"and no torch.nn.Module subclass of its own; define one, or name one as {path}:NAME"
+        )
+    raise DumpError(
+        f"{path} defines {len(candidates)} things to trace{_listing(candidates)}; "
+        f"name one as {path}:NAME, or call the function to trace '{DEFAULT_FUNC}'"
+    )
+
+
+def _listing(candidates: dict[str, str]) -> str:
+    return ": " + ", ".join(f"{kind} {name}" for name, kind in candidates.items()) if candidates else ""
 
 
 def make_inputs(target: Target, shape: tuple[int, ...], dtype: Any) -> list[Any]:
@@ -98,6 +151,34 @@ def make_inputs(target: Target, shape: tuple[int, ...], dtype: Any) -> list[Any]
     if not isinstance(inputs, (list, tuple)):
         raise DumpError(f"{target.path}: example_inputs must return a tensor or a list or tuple of arguments")
     return list(inputs)
+
+
+def make_call(target: Target, inputs: Sequence[Any], dtype: Any) -> tuple[Callable[..., Any], list[Any]]:
+    """What `capture` traces and its arguments. A function gets `inputs`. A Module subclass is
+    built on the meta device and called through `torch.func.functional_call`, its parameters and
+    buffers passed after `inputs`: FakeTensors on the capture's device, graph inputs of the same
+    shapes and dtypes as `torch.compile(module)` makes them (meta weights would not meet a cuda
+    input, and real ones of 4096x8192 would cost memory for nothing)."""
+    import torch
+
+    if not target.is_module:
+        return target.func, list(inputs)
+    try:
+        with torch.device("meta"):
+            module = target.func().eval().to(dtype)
+    except Exception as e:
+        raise DumpError(
+            f"{target.path}: {target.func_name}() failed: {type(e).__name__}: {e} "
+            "(a Module subclass is built with no arguments)"
+        ) from None
+    # no gradients: traced for inference, as functions are (their inputs do not require grad)
+    state = {k: v.detach() for k, v in (*module.named_parameters(), *module.named_buffers())}
+    names, count = list(state), len(inputs)
+
+    def call(*args: Any) -> Any:
+        return torch.func.functional_call(module, dict(zip(names, args[count:])), args[:count])
+
+    return call, [*inputs, *state.values()]
 
 
 def dump(
@@ -120,9 +201,9 @@ def dump(
 
     target = load_target(spec)
     torch_dtype = parse_dtype(dtype)
-    inputs = make_inputs(target, tuple(shape), torch_dtype)
+    fn, args = make_call(target, make_inputs(target, tuple(shape), torch_dtype), torch_dtype)
     try:
-        kernels = capture(target.func, inputs, device=device, dynamic=dynamic, strict=strict)
+        kernels = capture(fn, args, device=device, dynamic=dynamic, strict=strict)
     except CaptureError as e:
         raise DumpError(f"{target.path}: tracing {target.func_name} failed: {e}") from None
     where = device if device == "cpu" or torch.cuda.is_available() else "cuda (fake H100)"
