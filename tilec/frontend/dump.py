@@ -17,10 +17,12 @@ the meta device: tracing needs only shapes, strides and dtypes, so 4096x8192 cos
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import inspect
+import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -181,6 +183,19 @@ def make_call(target: Target, inputs: Sequence[Any], dtype: Any) -> tuple[Callab
     return call, [*inputs, *state.values()]
 
 
+@contextlib.contextmanager
+def _torch_logs_quiet() -> Iterator[None]:
+    """torch logs a failed trace's error and traceback on stderr itself; `tilec dump` reports it as
+    one located line (`--traceback` keeps torch's logs)."""
+    logger = logging.getLogger("torch")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def dump(
     spec: str,
     shape: Sequence[int] = DEFAULT_SHAPE,
@@ -203,7 +218,8 @@ def dump(
     torch_dtype = parse_dtype(dtype)
     fn, args = make_call(target, make_inputs(target, tuple(shape), torch_dtype), torch_dtype)
     try:
-        kernels = capture(fn, args, device=device, dynamic=dynamic, strict=strict)
+        with contextlib.nullcontext() if strict else _torch_logs_quiet():
+            kernels = capture(fn, args, device=device, dynamic=dynamic, strict=strict)
     except CaptureError as e:
         raise DumpError(f"{target.path}: tracing {target.func_name} failed: {e}") from None
     where = device if device == "cpu" or torch.cuda.is_available() else "cuda (fake H100)"
