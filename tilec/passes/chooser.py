@@ -5,17 +5,21 @@
     else: choice.emitter                            # "gluon" or "triton"
 
 A kernel is described by its `Signature`: the family of its reductions (what it computes: a row
-sum as in RMSNorm, mean and variance as in LayerNorm, softmax's max-and-sum), its row length and
-the bytes of a row of its widest input. `RULES` maps families and row sizes to the emitter that
-measured fastest on the H100, or to `stock` where stock Inductor's kernel measured faster than
-both of tilec's. Each rule carries its evidence: the device-time figures (% of a same-size copy)
-from `tilec bench` and `bench/variants.py`, in bench/results/. A kernel no rule covers gets the
-heuristic default: Gluon on Hopper, Triton elsewhere. A rule may also set options of the emitter's
-`plan` pass (rows per program, warps) where a plan variant measured faster than the heuristic plan.
+sum as in RMSNorm, mean and variance as in LayerNorm, softmax's max-and-sum), how many inputs it
+reads as whole rows (one for the forward norms and softmax; a residual add or a backward kernel
+reads more), the element size of those rows, its row length and the bytes of a row. `RULES` maps
+signatures to the emitter that measured fastest on the H100, or to `stock` where stock Inductor's
+kernel measured faster (or no slower: a tie goes to stock, whose launch costs less). Each rule
+carries its evidence: the device-time figures (% of a same-size copy) from `tilec bench` and
+`bench/variants.py`, in bench/results/. A rule may also set options of the emitter's `plan` pass
+(rows per program, warps) where a plan variant measured faster than the heuristic plan.
 
-The rules are measured, for 2-byte types, on one GPU; row bytes (not elements) key them, so
-fp32 rows of half the length fall under the same rule. `tilec.config.emitter` set to "gluon" or
-"triton" forces that emitter; `tilec.config.decline = False` keeps every kernel tilec can take.
+tilec takes only what a measurement says it wins: a kernel no rule covers — pointwise kernels,
+families and row counts never measured (backward kernels, a norm fused with a residual add),
+row sizes or element sizes outside the measured ranges — stays with stock Inductor, and the
+reason says so. `tilec.config.emitter` set to "gluon" or "triton" forces that emitter for the
+kernels tilec takes; `tilec.config.decline = False` keeps every kernel tilec can take (those no
+rule covers get the heuristic default: Gluon on Hopper, Triton elsewhere).
 """
 
 from __future__ import annotations
@@ -23,9 +27,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilec.ir.core import Kernel
+from tilec.ir.ops.memory import LoadOp
+from tilec.ir.types import TileType
 from tilec.passes.plan import reduction_numel, widest_row_load_bytes, x_numel
 
-__all__ = ["RULES", "Choice", "Decline", "Rule", "Signature", "choose", "signature"]
+__all__ = ["RULES", "UNMEASURED", "Choice", "Decline", "Rule", "Signature", "choose", "signature"]
+
+# Why a kernel no rule covers stays stock (a stable prefix: the rest names its signature).
+UNMEASURED = "no measurement shows tilec faster than stock Inductor for"
 
 KIB = 1024
 
@@ -38,6 +47,12 @@ class Signature:
     rows: int | None  # M, if constant
     n: int | None  # the row length, if constant
     row_bytes: int  # n x the widest input element (0 if n is unknown)
+    row_inputs: int = 1  # inputs read as whole rows ([XBLOCK, RBLOCK] tiles), each counted once
+    elem_bytes: int = 2  # the widest element read as a row
+
+    def describe(self) -> str:
+        inputs = "one row input" if self.row_inputs == 1 else f"{self.row_inputs} row inputs"
+        return f"{self.family} kernels with {inputs} of {self.elem_bytes}-byte elements, rows of {self.row_bytes} bytes"
 
 
 @dataclass(frozen=True)
@@ -60,11 +75,23 @@ class Rule:
     action: str  # "gluon" | "triton" | "stock"
     evidence: str
     plan: str = ""  # options for the plan pass of the action's pipeline (tilec.passes.pipelines.with_plan)
+    elem_bytes: int = 2  # the element size measured (bf16/fp16 unless it says otherwise)
+    row_inputs: int = 1  # the whole-row inputs of the kernels measured
+
+    def covers(self, sig: Signature) -> bool:
+        return (
+            self.family == sig.family
+            and self.elem_bytes == sig.elem_bytes
+            and self.row_inputs == sig.row_inputs
+            and self.lo <= sig.row_bytes < self.hi
+        )
 
 
 # Device time, % of a same-size copy, bf16, H100 80GB HBM3, torch 2.11, triton 3.6
 # (bench/results/2026-11-22-suite): "tilec-gluon / tilec-triton vs compile (torch.compile default)".
+# bench/results/2026-11-24-compute-type: "tilec (its default then) vs compile", same units.
 RULES: tuple[Rule, ...] = (
+    Rule("sum", 0, 4 * KIB, "stock", "2026-11-24: 32768x512 98.9 vs 101.3; 65536x1024 99.5 vs 100.0"),
     Rule(
         "sum",
         4 * KIB,
@@ -74,6 +101,7 @@ RULES: tuple[Rule, ...] = (
         "32768x4096 99.6/99.6 vs 99.0",
         plan="xblock=1,num_warps=4",
     ),
+    Rule("sum", 16 * KIB, 32 * KIB, "stock", "2026-11-24: 8192x8192 99.2 vs 99.3; 16384x8192 99.3 vs 100.0"),
     Rule("sum", 32 * KIB, 2**62, "stock", "4096x16384 95/89 vs 100; 4096x32768 82/64 vs 97; 8192x65536 52/63 vs 70"),
     Rule("mean-var", 0, 4 * KIB, "stock", "32768x512 93/90 vs 99; 65536x1024 91/90 vs 99"),
     # one row per program, 4 warps (the heuristic plan gives 8 warps, and two rows at 4 KiB):
@@ -96,10 +124,22 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule("softmax", 0, 2 * KIB, "stock", "32768x512 97/99 vs 99.5"),
     Rule("softmax", 2 * KIB, 4 * KIB, "triton", "65536x1024 99.5/100.5 vs 99.6"),
+    Rule(
+        "softmax",
+        4 * KIB,
+        32 * KIB,
+        "gluon",
+        "2026-11-24: 32768x2048 99.6 vs 57.6; 8192x4096 97.2 vs 58.0; 32768x4096 99.9 vs 57.6; "
+        "8192x8192 99.5 vs 58.2; 16384x8192 99.2 vs 58.3",
+    ),
     Rule("softmax", 32 * KIB, 64 * KIB, "triton", "4096x16384 95/98 vs 62"),
     Rule(
         "softmax", 64 * KIB, 2**62, "triton", "4096x32768 63/65 vs 65; 8192x65536 43/64 vs 61; 32768x50257 41/47 vs 48"
     ),
+    # fp32 rows: stock Inductor keeps up (2026-11-24, tilec's default then vs compile)
+    Rule("sum", 0, 2**62, "stock", "fp32 32768x2048 99.6 vs 100.3; 4096x16384 99.7 vs 99.6", elem_bytes=4),
+    Rule("mean-var", 0, 2**62, "stock", "fp32 32768x2048 99.3 vs 100.3; 4096x16384 98.9 vs 99.2", elem_bytes=4),
+    Rule("softmax", 0, 2**62, "stock", "fp32 32768x2048 99.7 vs 99.4; 4096x16384 99.1 vs 98.4 (ties)", elem_bytes=4),
 )
 
 
@@ -121,10 +161,22 @@ def _family(kernel: Kernel) -> str:
     return "reduce"
 
 
+def _row_inputs(kernel: Kernel) -> int:
+    """How many pointers the kernel reads as whole rows: 2-D loads with no broadcast dimension (a
+    weight is [1, RBLOCK], a per-row value [XBLOCK, 1]); a row read in two loops counts once."""
+    ptrs = set()
+    for op in kernel.walk():
+        t = op.results[0].type if isinstance(op, LoadOp) else None
+        if isinstance(t, TileType) and t.rank == 2 and all(d != 1 for d in t.shape):
+            ptrs.add(op.ptr)
+    return len(ptrs)
+
+
 def signature(kernel: Kernel) -> Signature:
     """The signature of a logical-form kernel."""
     n = reduction_numel(kernel)
-    return Signature(_family(kernel), x_numel(kernel), n, n * widest_row_load_bytes(kernel) if n else 0)
+    elem = widest_row_load_bytes(kernel)
+    return Signature(_family(kernel), x_numel(kernel), n, n * elem if n else 0, _row_inputs(kernel), elem)
 
 
 def choose(kernel: Kernel, hopper: bool, forced: str | None = None, decline: bool = True) -> Choice | Decline:
@@ -133,10 +185,12 @@ def choose(kernel: Kernel, hopper: bool, forced: str | None = None, decline: boo
     `hopper`: the Gluon emitter can run here. `forced`: the emitter the user set (no choice
     between emitters is made). `decline`: whether measured losses decline."""
     sig = signature(kernel)
-    rule = next((r for r in RULES if r.family == sig.family and r.lo <= sig.row_bytes < r.hi), None)
+    rule = next((r for r in RULES if r.covers(sig)), None)
     where = f"{sig.family} rows of {sig.row_bytes} bytes"
     if rule is not None and rule.action == "stock" and decline:
         return Decline(f"stock Inductor measured faster for {where} ({rule.evidence})")
+    if rule is None and decline:
+        return Decline(f"{UNMEASURED} {sig.describe()}: stock Inductor keeps it")
     if forced is not None:
         plan = rule.plan if rule is not None and rule.action == forced else ""
         return Choice(forced, f"tilec.config.emitter = {forced!r}", plan)

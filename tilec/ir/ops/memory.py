@@ -43,6 +43,10 @@ class LoadOp(Operation):
     num_results = 1
     traits = READS
 
+    @property
+    def ptr(self) -> Value:
+        return self.operands[0]
+
     @classmethod
     def infer(cls, operands: Sequence[Value], attributes: dict[str, Any]) -> list[Type] | None:
         ptr, offsets = operands[0].type, operands[1].type
