@@ -2,7 +2,8 @@
 
     import tilec
     tilec.install()                      # torch.compile then runs tilec's kernels where it can
-    tilec.report()                       # one record per kernel Inductor generated
+                                         # (or, for one model: torch.compile(model, backend="tilec"))
+    tilec.report()                       # one record per kernel of each graph tilec applied to
 
 The hook's API is loaded on first use: `import tilec` (and `tilec opt`) never imports torch.
 """

@@ -1,8 +1,13 @@
 """The Dynamo backend: `torch.compile(model, backend="tilec")`.
 
 Registered under the name "tilec" by the `torch_dynamo_backends` entry point in pyproject.toml, so
-it works right after `pip install`, without importing tilec first. It installs the hook (for CUDA;
-idempotent) and compiles with Inductor, passing `mode` and `options` on as `backend="inductor"` would.
+it works right after `pip install`, without importing tilec first. It registers the hook (for
+CUDA, and for the CPU where Triton's interpreter is active; idempotent) and compiles with Inductor,
+with `mode` and `options` applied as `backend="inductor"` applies them, and with tilec applied to
+this compilation's graphs only: Inductor's compile of each graph, the forward and the backward
+AOT autograd compiles at the first backward call, runs inside `install.scope()`. Another
+`torch.compile` with the default backend stays stock, unless `tilec.install()` applies tilec to
+every graph.
 """
 
 from __future__ import annotations
@@ -13,11 +18,26 @@ __all__ = ["tilec_backend"]
 
 
 def tilec_backend(gm: Any, example_inputs: Any, mode: str | None = None, options: dict[str, Any] | None = None) -> Any:
-    """A Dynamo backend: Inductor, with tilec's hook installed."""
+    """A Dynamo backend: Inductor, with tilec applied to the graphs it compiles."""
     import torch
+    from torch._inductor import compile_fx
 
-    from tilec.inductor.install import install
+    from tilec.inductor.install import register, scope
+    from tilec.runtime import interpreter_active
 
-    install()
-    inductor = torch._TorchCompileInductorWrapper(mode, options, None)  # type: ignore[attr-defined]
-    return inductor(gm, example_inputs)
+    register(cpu=interpreter_active())
+    # the wrapper backend="inductor" uses turns mode and options into Inductor settings
+    settings = torch._TorchCompileInductorWrapper(mode, options, None).config  # type: ignore[attr-defined]
+    with scope():  # the AOT-autograd cache key is computed here, outside the inner compiles
+        return compile_fx.compile_fx(gm, example_inputs, inner_compile=_inner_compile, config_patches=settings or None)
+
+
+def _inner_compile(*args: Any, **kwargs: Any) -> Any:
+    """Inductor's compile of one graph, with tilec applied: also the backward graph, which AOT
+    autograd compiles at the first backward call, after `tilec_backend` has returned."""
+    from torch._inductor import compile_fx
+
+    from tilec.inductor.install import scope
+
+    with scope():
+        return compile_fx.compile_fx_inner(*args, **kwargs)

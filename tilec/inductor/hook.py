@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tilec import config as cfg
-from tilec.inductor.report import KernelRecord, graph_number, record
+from tilec.inductor.report import KernelRecord, record
 from tilec.ir.errors import error_line
 
 log = logging.getLogger("tilec")
@@ -378,9 +378,11 @@ def commit(scheduling: Any, features: Any, plan: Plan) -> str:
 
 
 def note(name: str, plan: Plan | None, reason: str | None, device: Any) -> None:
+    """Records the kernel, and has the wrapper module record it again wherever it is loaded from
+    Inductor's caches."""
     from torch._inductor.virtualized import V
 
-    record(
+    line = record(
         KernelRecord(
             kernel=name,
             taken=plan is not None,
@@ -389,9 +391,30 @@ def note(name: str, plan: Plan | None, reason: str | None, device: Any) -> None:
             reason=reason,
             device=device.type,
             autotune=plan.tuning if plan is not None else None,
-            graph=graph_number(V.graph),
-        )
+        ),
+        V.graph,
     )
+    wrapper = _python_wrapper()
+    if wrapper is not None:
+        wrapper.header.writeline(line)
+
+
+def _python_wrapper() -> Any:
+    """The graph's Python wrapper (a partition's or subgraph's parent), or None where the wrapper
+    is C++ (cpp_wrapper, AOTInductor) or an FX graph."""
+    from torch._inductor import config as ic
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+    from torch._inductor.virtualized import V
+
+    graph = V.graph
+    if graph.cpp_wrapper or getattr(graph, "aot_mode", False):
+        return None
+    if getattr(graph, "fx_wrapper", False) or getattr(ic, "fx_wrapper", False):
+        return None
+    wrapper: Any = graph.wrapper_code
+    while getattr(wrapper, "parent_wrapper", None) is not None:
+        wrapper = wrapper.parent_wrapper
+    return wrapper if isinstance(wrapper, PythonWrapperCodegen) else None
 
 
 def _free(scheduling: Any) -> None:

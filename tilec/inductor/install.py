@@ -1,23 +1,30 @@
-"""Registering the hook with Inductor, and taking it away again.
+"""Registering the hook with Inductor, turning it on, and taking it away again.
 
-    tilec.install()              # CUDA; tilec.install(cpu=True) also the CPU (Triton's interpreter)
+    tilec.install()              # every graph: CUDA; tilec.install(cpu=True) also the CPU (Triton's interpreter)
     tilec.uninstall()
     with tilec.installed(): ...
+    torch.compile(model, backend="tilec")    # only the graphs compiled through it (tilec/inductor/backend.py)
 
 For each device, Inductor's registered `DeviceCodegen` gets a scheduling constructor that builds
-the stock scheduling and swaps in tilec's: on CUDA, `CUDACombinedScheduling` keeps routing
-templates to CUTLASS and friends, and its Triton part becomes tilec's TritonScheduling; on the CPU,
-the C++ scheduling becomes tilec's CppScheduling (or, with `cpu_backend="triton"`, the Triton one).
-Wrappers stay stock.
+the stock scheduling and, where tilec applies to the graph, swaps in tilec's: on CUDA,
+`CUDACombinedScheduling` keeps routing templates to CUTLASS and friends, and its Triton part
+becomes tilec's TritonScheduling; on the CPU, the C++ scheduling becomes tilec's CppScheduling
+(or, with `cpu_backend="triton"`, the Triton one). Wrappers stay stock.
+
+Registered does not mean applied: tilec applies to a graph on a device where `install()` applied
+it to every graph, or inside `scope()`, which the `tilec` backend wraps around Inductor's
+compiles of its graphs. Elsewhere the constructor returns the stock scheduling, untouched.
 
 Inductor's FX-graph cache key does not cover the scheduling, so the hook also registers a device
-custom pass (it changes nothing in the graph) whose `uuid()` is `tilec.config.fingerprint()`: a
-graph compiled with tilec on, off, or under other settings never reuses another's code.
+custom pass (it changes nothing in the graph) whose `uuid()` is `tilec.config.fingerprint()`
+where tilec applies, and what it would be without tilec elsewhere: a graph compiled with tilec
+on, off, not applied or under other settings never reuses another's code.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import functools
 import logging
@@ -33,7 +40,25 @@ log = logging.getLogger("tilec")
 _lock = threading.RLock()
 # device -> (the DeviceCodegen and custom pass registered before tilec's)
 _saved: dict[str, tuple[Any, Any]] = {}
+# devices where tilec applies to every graph (install()); elsewhere only inside scope()
+_everywhere: set[str] = set()
+_scoped: contextvars.ContextVar[bool] = contextvars.ContextVar("tilec_scoped", default=False)
 _callback_registered = False
+
+
+def applies(device: str) -> bool:
+    """Whether tilec generates the kernels of the graph being compiled for `device`."""
+    return device in _saved and (device in _everywhere or _scoped.get())
+
+
+@contextlib.contextmanager
+def scope() -> Iterator[None]:
+    """tilec for the graphs compiled inside the block, on each device it is registered for."""
+    token = _scoped.set(True)
+    try:
+        yield
+    finally:
+        _scoped.reset(token)
 
 
 @functools.cache
@@ -44,16 +69,20 @@ def _custom_pass_class() -> type:
         from torch._inductor.custom_graph_pass import CustomGraphPass as Base  # type: ignore[assignment]
 
     class TilecCachePass(Base):  # type: ignore[valid-type,misc]
-        """Changes nothing; its uuid puts tilec's version and settings into the FX-graph cache key."""
+        """Changes nothing; its uuid puts tilec's version and settings into the FX-graph cache key of
+        the graphs tilec applies to, and leaves the others' key as stock Inductor makes it."""
 
-        def __init__(self, previous: Any = None) -> None:
+        def __init__(self, previous: Any = None, device: str = "cuda") -> None:
             self.previous = previous
+            self.device = device
 
         def __call__(self, gm: Any) -> None:
             if self.previous is not None:
                 self.previous(gm)
 
         def uuid(self) -> Any:
+            if not applies(self.device):  # the key stock Inductor computes
+                return None if self.previous is None else self.previous.uuid()
             if self.previous is None:
                 return cfg.fingerprint()
             theirs = self.previous.uuid()
@@ -71,6 +100,8 @@ def _tilec_scheduling(stock: Any, device: str) -> Any:
         from torch._inductor.codegen.triton import TritonScheduling
 
         scheduling = stock(scheduler)
+        if not applies(device):
+            return scheduling
         inner = getattr(scheduling, "_triton_scheduling", None)
         if inner is not None and type(inner) is TritonScheduling:
             scheduling._triton_scheduling = triton_scheduling_class()(scheduler)
@@ -138,7 +169,7 @@ def _install_device(device: str) -> None:
     previous_pass = common.custom_backend_passes.get(device)
     _saved[device] = (stock, previous_pass)
     common.device_codegens[device] = dataclasses.replace(stock, scheduling=_tilec_scheduling(stock.scheduling, device))
-    common.custom_backend_passes[device] = _custom_pass_class()(previous_pass)
+    common.custom_backend_passes[device] = _custom_pass_class()(previous_pass, device)
 
 
 def _uninstall_device(device: str) -> None:
@@ -153,17 +184,10 @@ def _uninstall_device(device: str) -> None:
     common.custom_backend_passes[device] = previous_pass
 
 
-def install(cpu: bool = False) -> None:
-    """Registers tilec's hook with Inductor for CUDA (and, with `cpu=True`, for the CPU).
-
-    Idempotent. `cpu=True` runs the kernels tilec takes on the CPU in Triton's interpreter, which
-    this turns on for the whole process (Triton must not have been imported yet, unless
-    TRITON_INTERPRET=1 was set before Python started); Inductor's C++ backend keeps the rest. Use it
-    for testing, never on a machine that runs CUDA models in the same process."""
-    if cpu:
-        from tilec.runtime import enable_interpreter
-
-        enable_interpreter()  # before torch._inductor imports triton
+def register(cpu: bool = False) -> None:
+    """Registers tilec's hook with Inductor for CUDA (and, with `cpu=True`, for the CPU) without
+    applying it to any graph: graphs compiled inside `scope()` get tilec, the others stay stock.
+    Idempotent. The CPU needs Triton's interpreter (see `install`)."""
     from torch._inductor.codegen import common
 
     with _lock:
@@ -176,14 +200,41 @@ def install(cpu: bool = False) -> None:
         _log_handler()
 
 
-def uninstall() -> None:
-    """Restores Inductor's own registrations for every device tilec hooked."""
+def install(cpu: bool = False) -> None:
+    """Registers tilec's hook with Inductor for CUDA (and, with `cpu=True`, for the CPU) and applies
+    it to every graph Inductor compiles.
+
+    Idempotent. `cpu=True` runs the kernels tilec takes on the CPU in Triton's interpreter, which
+    this turns on for the whole process (Triton must not have been imported yet, unless
+    TRITON_INTERPRET=1 was set before Python started); Inductor's C++ backend keeps the rest. Use it
+    for testing, never on a machine that runs CUDA models in the same process."""
+    if cpu:
+        from tilec.runtime import enable_interpreter
+
+        enable_interpreter()  # before torch._inductor imports triton
     with _lock:
+        register(cpu=cpu)
+        _everywhere.add("cuda")
+        if cpu:
+            _everywhere.add("cpu")
+
+
+def uninstall() -> None:
+    """Restores Inductor's own registrations for every device tilec hooked (installed, or
+    registered by the backend)."""
+    with _lock:
+        _everywhere.clear()
         for device in list(_saved):
             _uninstall_device(device)
 
 
 def is_installed(device: str = "cuda") -> bool:
+    """Whether tilec applies to every graph Inductor compiles for `device`."""
+    return device in _everywhere
+
+
+def is_registered(device: str = "cuda") -> bool:
+    """Whether tilec's hook is registered for `device` (applied or not)."""
     return device in _saved
 
 
@@ -191,12 +242,13 @@ def is_installed(device: str = "cuda") -> bool:
 def installed(cpu: bool = False) -> Iterator[None]:
     """`install(cpu)` for a `with` block; on exit, removes what the block installed."""
     with _lock:
-        before = set(_saved)
+        registered, everywhere = set(_saved), set(_everywhere)
     install(cpu=cpu)
     try:
         yield
     finally:
         with _lock:
+            _everywhere.intersection_update(everywhere)
             for device in list(_saved):
-                if device not in before:
+                if device not in registered:
                     _uninstall_device(device)
