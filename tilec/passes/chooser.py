@@ -166,7 +166,9 @@ def _row_inputs(kernel: Kernel) -> int:
     weight is [1, RBLOCK], a per-row value [XBLOCK, 1]); a row read in two loops counts once."""
     ptrs = set()
     for op in kernel.walk():
-        t = op.results[0].type if isinstance(op, LoadOp) else None
+        if not isinstance(op, LoadOp):
+            continue
+        t = op.results[0].type
         if isinstance(t, TileType) and t.rank == 2 and all(d != 1 for d in t.shape):
             ptrs.add(op.ptr)
     return len(ptrs)
