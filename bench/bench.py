@@ -605,6 +605,14 @@ def parser() -> argparse.ArgumentParser:
         metavar="JSONL",
         help="no GPU work: write results.md and results.png to --out from earlier runs' results.jsonl files",
     )
+    p.add_argument(
+        "--host",
+        action="store_true",
+        help="host time per kernel launch, tilec against stock (bench/host.py): writes host.md and host.jsonl",
+    )
+    p.add_argument(
+        "--profile", action="store_true", help="with --host: list the costliest functions of tilec's launches"
+    )
     return p
 
 
@@ -638,6 +646,16 @@ def main(argv: list[str] | None = None) -> int:
         write_report(results, Path(args.out), present)
         print(f"wrote {Path(args.out) / 'results.md'} from {len(results)} results")
         return 0
+    if args.host:
+        import torch
+
+        if not torch.cuda.is_available():
+            print("tilec bench: needs a CUDA GPU", file=sys.stderr)
+            return 2
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import host
+
+        return host.main(Path(args.out), profile=args.profile)
     dtypes = ["bf16", "fp16", "fp32"] if args.dtype == "all" else [args.dtype]
     if any(d not in ("bf16", "fp16", "fp32") for d in dtypes):
         print(f"tilec bench: --dtype must be bf16, fp16, fp32 or all; got {args.dtype}", file=sys.stderr)

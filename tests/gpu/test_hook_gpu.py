@@ -222,7 +222,7 @@ def test_backend_by_name_in_a_fresh_process() -> None:
     code = """
         import torch
         f = torch.compile(lambda x: torch.softmax(x, -1), backend="tilec", dynamic=False)
-        x = torch.randn(64, 2048, device="cuda")  # 8 KB rows: no chooser rule, the default emitter
+        x = torch.randn(64, 2048, device="cuda", dtype=torch.bfloat16)  # 4 KB rows: measured faster with Gluon
         torch.testing.assert_close(f(x), torch.softmax(x, -1))
         import tilec
         print([(r.taken, r.emitter) for r in tilec.report()])

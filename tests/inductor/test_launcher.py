@@ -240,3 +240,74 @@ def test_after_the_first_launch_the_compiled_kernel_is_called_directly(monkeypat
     torch.testing.assert_close(y, 2 * odd)
     assert calls[3:] == [("jit", False), ("compiled", (False, (4, 1, 1), 7))]
     assert k.launches == {"primary": 5, "fallback": 0}
+
+
+class FakeCLaunch:
+    """Triton's compiled C launcher: (grid, stream, function, cooperative, pdl, scratch x2,
+    packed metadata, launch metadata, hooks x2, *kernel arguments)."""
+
+    def __init__(self, calls: list[tuple[str, Any]]) -> None:
+        self.calls = calls
+
+    def __call__(self, g0: int, g1: int, g2: int, stream: int, fn: Any, *rest: Any) -> None:
+        _coop, _pdl, _gs, _ps, meta, _lm, _enter, _exit, *args = rest
+        self.calls.append(("c", ((g0, g1, g2), stream, fn, meta, tuple(type(a).__name__ for a in args))))
+        x, y, _block = args
+        y.copy_(2 * x)
+
+
+class FakeLauncher:
+    """Triton 3.6's CudaLauncher: callable as `compiled.run(...)`, with the C launcher underneath."""
+
+    global_scratch_size = profile_scratch_size = 0
+    launch_cooperative_grid = launch_pdl = False
+
+    def __init__(self, calls: list[tuple[str, Any]]) -> None:
+        self.calls, self.launch = calls, FakeCLaunch(calls)
+
+    def __call__(self, g0: int, g1: int, g2: int, stream: int, fn: Any, meta: Any, lm: Any, *rest: Any) -> None:
+        self.calls.append(("triton", stream))
+        _, _, x, y, _block = rest
+        y.copy_(2 * x)
+
+
+def test_a_bound_launch_calls_the_c_launcher_directly(monkeypatch) -> None:
+    """After Triton compiled the kernel, a launch with the wrapper's stream goes straight to the
+    compiled C launcher, arguments in the kernel's order; a pointer of another alignment takes
+    the general path (and Triton) again."""
+    import tilec.runtime.launch as launch
+
+    monkeypatch.setattr(launch, "_current_device", lambda: 0)
+    monkeypatch.setattr(launch, "_current_stream", lambda index: 7)
+    calls: list[tuple[str, Any]] = []
+
+    class Compiled:
+        function, packed_metadata = "function", "metadata"
+        run = FakeLauncher(calls)
+
+        def launch_metadata(self, *a: Any) -> None:
+            return None
+
+    def launch_args(x: torch.Tensor, y: torch.Tensor, num_sms: int = 1) -> tuple[tuple[int, ...], tuple[Any, ...]]:
+        return (x.shape[0],), (x, y, 64)
+
+    def jit_launch(x: torch.Tensor, y: torch.Tensor, num_sms: int = 1) -> Any:
+        calls.append(("jit", x.data_ptr() % 16 == 0))
+        y.copy_(2 * x)
+        return Compiled()
+
+    k = TilecKernel("k", variant(FakeModule(launch_args=launch_args, launch=jit_launch), "triton", (0, 1)))
+    k._sms = lambda: 132  # type: ignore[method-assign]
+    x, y = torch.randn(4, 64), torch.empty(4, 64)
+    k.run(x, y, stream=7)  # Triton's JIT compiles; bound from now on
+    k.run(x, y, stream=7)
+    y.zero_()
+    k.run(x, y, stream=9)
+    torch.testing.assert_close(y, 2 * x)
+    c = ("function", "metadata", ("Tensor", "Tensor", "int"))
+    assert calls == [("jit", True), ("c", ((4, 1, 1), 7, *c)), ("c", ((4, 1, 1), 9, *c))]
+    assert k.launches == {"primary": 3, "fallback": 0}
+    odd = torch.randn(4 * 64 + 1)[1:].view(4, 64)
+    k.run(odd, y, stream=7)  # not the alignment it was bound for: Triton compiles another
+    torch.testing.assert_close(y, 2 * odd)
+    assert calls[3] == ("jit", False)

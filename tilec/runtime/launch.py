@@ -17,6 +17,12 @@ passed. Their shapes and strides are the kernel's own constants (tilec compiles 
 the pointers are the whole key. Triton 3.6 still encodes the CUDA tensor map on every launch
 (`fill_tma_descriptor` in its launcher); the cache saves the Python-side construction and checks.
 
+Once Triton has compiled a variant, later launches skip Triton's Python (`_Bound`): the kernel's
+compiled C launcher is called directly with the grid and argument layout found at the first
+launch, and the encoded TMA descriptors of each tuple of base pointers are reused — the per-call
+work is gathering the arguments and checking device and pointer alignment. Anything else (another
+alignment, a launch hook, no stream from the wrapper) takes the general path below.
+
 If the primary variant fails on its first launch (a compile error in Triton), the kernel logs it and
 uses the fallback from then on (`tilec.config.strict` raises instead). `num_sms` for persistent grids
 comes from the device's properties, once per device. A launch runs on the stream Inductor passes
@@ -101,6 +107,7 @@ class TilecKernel:
         self._num_sms: dict[int, int] = {}
         self._primary_failed = False
         self._primary_ran = False
+        self._bound: _Bound | None = None  # the last variant launched, bound to its C launcher
         # a stride TMA cannot take can never change (shapes are static): decide once
         self._primary_possible = all(t.strides_ok() for t in tma) and (not tma or fallback is not None)
         if tma and fallback is not None and not self._primary_possible:
@@ -115,6 +122,10 @@ class TilecKernel:
     def run(self, *args: Any, stream: Any = None) -> None:
         if self.device == "cpu":
             self._launch(self.primary, args, None)
+            return
+        bound = self._bound
+        if bound is not None and stream is not None and bound.launch(args, stream):
+            self.launches[bound.role] += 1
             return
         if self._primary_failed or (self.tma and not self._primary_possible):
             self._launch_fallback(args, stream)
@@ -179,6 +190,8 @@ class TilecKernel:
             compiled = variant.compiled.get(key)
             if compiled is not None:
                 _run_compiled(compiled, grid, _current_stream(index) if stream is None else stream, kernel_args)
+                role = "primary" if variant is self.primary else "fallback"
+                self._bound = _Bound.make(role, compiled, grid, kernel_args, args, index, self.tma)
                 return
         if stream is None or stream == _current_stream(_current_device()):
             compiled = module.launch(*variant.args(args), **kwargs)
@@ -189,6 +202,9 @@ class TilecKernel:
                 compiled = module.launch(*variant.args(args), **kwargs)
         if prepare is not None and _is_compiled(compiled):
             variant.compiled[key] = compiled
+        if prepare is not None and compiled is not None:
+            role = "primary" if variant is self.primary else "fallback"
+            self._bound = _Bound.make(role, compiled, grid, kernel_args, args, index, self.tma)
 
     def _sms(self) -> int:
         if self.device == "cpu":
@@ -227,6 +243,146 @@ class TilecKernel:
         return templates
 
 
+class _Bound:
+    """One compiled variant, launched with no Python of Triton's: its C launcher called with the
+    grid and the argument layout found at the first launch.
+
+    Inductor's wrapper passes the stream and the same buffers' kind at every call (static shapes),
+    so a launch only gathers the run() arguments into the kernel's order, checks that the device
+    and the 16-byte alignment of each pointer are those it was bound for (else the general path,
+    which may compile another specialization or take the fallback), and reuses the encoded TMA
+    descriptor of each tuple of base pointers (`cuTensorMapEncodeTiled` runs once per tuple, not
+    once per launch; the encoding holds no tensor). Kernels that need Triton's scratch memory or
+    launch hooks, and launchers of another shape than Triton 3.6's, keep the general path."""
+
+    role: str  # "primary" or "fallback": which variant it launches
+    c_launch: Any  # Triton's compiled C launcher
+    function: Any  # the CUfunction
+    head: tuple[Any, ...]  # the launcher's arguments between the function and the kernel's
+    device: int
+    grid: tuple[int, int, int]
+    layout: tuple[tuple[str, Any], ...]
+    desc_meta: list[Any] | None
+    desc_source: tuple[int, ...]  # the run() argument each descriptor reads
+    tensor_args: tuple[int, ...]
+    encoded: dict[tuple[int, ...], list[list[Any]]]
+
+    @classmethod
+    def make(
+        cls,
+        role: str,
+        compiled: Any,
+        grid: tuple[int, ...],
+        kernel_args: tuple[Any, ...],
+        args: tuple[Any, ...],
+        device: int,
+        tma: tuple[TmaOperand, ...],
+    ) -> _Bound | None:
+        try:
+            launcher = compiled.run
+            c_launch, desc_meta = _c_launcher(launcher.launch)
+            if c_launch is None or launcher.global_scratch_size or launcher.profile_scratch_size:
+                return None
+            head = (launcher.launch_cooperative_grid, launcher.launch_pdl, None, None, compiled.packed_metadata)
+            function = compiled.function
+        except AttributeError:
+            return None
+        self = cls()
+        self.role, self.c_launch, self.function, self.head, self.device = role, c_launch, function, head, device
+        self.grid = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
+        # per kernel argument: ("arg", index into run()'s arguments), ("desc", index of the TMA
+        # operand it reads), or ("const", value)
+        layout: list[tuple[str, Any]] = []
+        descs = 0
+        for a in kernel_args:
+            i = next((j for j, x in enumerate(args) if x is a), None)
+            if i is not None:
+                layout.append(("arg", i))
+            elif hasattr(a, "block_shape") and hasattr(a, "base"):
+                src = next((j for j, x in enumerate(args) if x is a.base), None)
+                if src is None or desc_meta is None or descs >= len(desc_meta):
+                    return None
+                layout.append(("desc", (descs, src, _rebind(a, None))))  # no tensor kept alive
+                descs += 1
+            elif isinstance(a, (int, float, bool)) or a is None:
+                layout.append(("const", a))
+            else:
+                return None
+        self.layout = tuple(layout)
+        self.desc_meta = desc_meta
+        self.desc_source = tuple(src for kind, v in layout if kind == "desc" for _, src, _ in [v])
+        self.tensor_args = tuple(v for kind, v in layout if kind == "arg")
+        self.encoded = {}
+        if any(args[i].data_ptr() & 15 for i in self.tensor_args + self.desc_source):
+            return None  # bind the common case only: every pointer 16-byte aligned
+        return self
+
+    def launch(self, args: tuple[Any, ...], stream: int) -> bool:
+        """Launches and returns True, or returns False for the general path to take the call."""
+        if knobs_hooked() or _current_device() != self.device:
+            return False
+        kernel_args: list[Any] = []
+        encoded = None
+        if self.desc_source:
+            ptrs = tuple(args[i].data_ptr() for i in self.desc_source)
+            if any(p & 15 for p in ptrs):
+                return False
+            encoded = self.encoded.get(ptrs)
+            if encoded is None:
+                if len(self.encoded) >= MAX_CACHED_POINTERS:
+                    self.encoded.clear()
+                encoded = self.encoded[ptrs] = self._encode(args)
+        for kind, v in self.layout:
+            if kind == "arg":
+                a = args[v]
+                if a.data_ptr() & 15:
+                    return False
+                kernel_args.append(a)
+            elif kind == "desc":
+                assert encoded is not None
+                kernel_args.extend(encoded[v[0]])
+            else:
+                kernel_args.append(v)
+        gx, gy, gz = self.grid
+        self.c_launch(gx, gy, gz, stream, self.function, *self.head, None, None, None, *kernel_args)
+        return True
+
+    def _encode(self, args: tuple[Any, ...]) -> list[list[Any]]:
+        from triton.backends.nvidia.driver import make_tensordesc_arg
+
+        meta = self.desc_meta or []
+        out = []
+        for kind, v in self.layout:
+            if kind == "desc":
+                index, src, template = v
+                out.append(make_tensordesc_arg(_rebind(template, args[src]), meta[index]))
+        return out
+
+
+def knobs_hooked() -> bool:
+    """Whether a Triton launch hook is set (a profiler's): such launches keep Triton's path.
+    (Triton 3.6 keeps its hooks as chains, empty unless something added a hook.)"""
+    from triton import knobs
+
+    def active(hook: Any) -> bool:
+        return hook is not None and bool(getattr(hook, "calls", True))
+
+    return active(knobs.runtime.launch_enter_hook) or active(knobs.runtime.launch_exit_hook)
+
+
+def _c_launcher(launch: Any) -> tuple[Any, Any]:
+    """Triton 3.6's compiled launcher under its Python wrapper for tensor descriptors: (the C
+    function, the descriptors' metadata), or (None, None) when it is not that shape."""
+    code = getattr(launch, "__code__", None)
+    if code is None:  # the C function itself: no descriptors
+        return launch, None
+    cells = dict(zip(code.co_freevars, (c.cell_contents for c in launch.__closure__ or ())))
+    inner, meta = cells.get("launcher"), cells.get("tensordesc_meta")
+    if inner is None or getattr(inner, "__code__", None) is not None or not meta or None in meta:
+        return None, None
+    return inner, list(meta)
+
+
 def _rebind(template: Any, tensor: Any) -> Any:
     """A shallow copy of a descriptor on `tensor` (None: a template, which the cache keeps without
     its tensor so that it never keeps an activation alive)."""
@@ -239,7 +395,8 @@ def _rebind(template: Any, tensor: Any) -> Any:
 def _current_device() -> int:
     import torch
 
-    return torch.cuda.current_device()
+    get = getattr(torch._C, "_cuda_getDevice", None)  # what torch.cuda.current_device() ends in
+    return int(get()) if get is not None else torch.cuda.current_device()
 
 
 def _current_stream(index: int) -> int:
