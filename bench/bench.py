@@ -613,6 +613,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--profile", action="store_true", help="with --host: list the costliest functions of tilec's launches"
     )
+    p.add_argument(
+        "--models",
+        action="store_true",
+        help="whole transformers models, tilec against stock torch.compile (bench/models.py): models.md, models.jsonl",
+    )
+    p.add_argument("--size", default="default", choices=["default", "small"], help="with --models: the batch")
+    p.add_argument("--families", default="llama,gpt2", help="with --models: comma-separated, of llama, gpt2")
+    p.add_argument("--modes", default="infer,train,infer-ro", help="with --models: of infer, train, infer-ro")
+    p.add_argument("--repeats", type=int, default=20, help="with --models: timed steps per side")
     return p
 
 
@@ -646,6 +655,22 @@ def main(argv: list[str] | None = None) -> int:
         write_report(results, Path(args.out), present)
         print(f"wrote {Path(args.out) / 'results.md'} from {len(results)} results")
         return 0
+    if args.models:
+        import torch
+
+        if not torch.cuda.is_available():
+            print("tilec bench --models: needs a CUDA GPU", file=sys.stderr)
+            return 2
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import models
+
+        families = [f.strip() for f in args.families.split(",") if f.strip()]
+        modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+        bad = [f for f in families if f not in models.FAMILIES] + [m for m in modes if m not in models.MODES]
+        if bad:
+            print(f"tilec bench --models: unknown family or mode: {', '.join(bad)}", file=sys.stderr)
+            return 2
+        return models.main(Path(args.out), args.size, families, modes, args.repeats)
     if args.host:
         import torch
 

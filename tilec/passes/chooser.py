@@ -51,6 +51,8 @@ class Signature:
     elem_bytes: int = 2  # the widest element read as a row
 
     def describe(self) -> str:
+        if self.family == "pointwise":
+            return "pointwise kernels"
         inputs = "one row input" if self.row_inputs == 1 else f"{self.row_inputs} row inputs"
         return f"{self.family} kernels with {inputs} of {self.elem_bytes}-byte elements, rows of {self.row_bytes} bytes"
 
