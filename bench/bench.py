@@ -57,7 +57,9 @@ SUITE = [
 ]
 SOFTMAX_EXTRA = [(32768, 50257)]  # neither a power of two nor a multiple of 8
 OTHER_DTYPE_SHAPES = [(32768, 2048), (4096, 16384)]
-OPS = ("rmsnorm", "layernorm", "softmax")
+OPS = ("rmsnorm", "layernorm", "softmax", "add_rmsnorm", "add_layernorm")
+# run unless --ops says otherwise: the residual-fused norms are measured on request
+DEFAULT_OPS = ("rmsnorm", "layernorm", "softmax")
 IMPLS = ("tilec", "tilec-autotune", "tilec-gluon", "tilec-triton", "eager", "compile", "max-autotune", "liger", "copy")
 # run unless --impls says otherwise (tilec-autotune, tilec with its autotuner on, is asked for by name)
 DEFAULT_IMPLS = tuple(i for i in IMPLS if i != "tilec-autotune")
@@ -87,13 +89,34 @@ def softmax(x: Any) -> Any:
     return torch.softmax(x, dim=-1)
 
 
-FUNCTIONS: dict[str, Callable[..., Any]] = {"rmsnorm": rmsnorm, "layernorm": layernorm, "softmax": softmax}
+def add_rmsnorm(x: Any, r: Any, w: Any) -> Any:
+    """A transformer block's residual add and the next RMSNorm (Llama): the sum is the new
+    residual stream, kept, and normalized."""
+    h = x + r
+    return h, rmsnorm(h, w)
+
+
+def add_layernorm(x: Any, r: Any, w: Any, b: Any) -> Any:
+    """The same with LayerNorm (GPT-2)."""
+    h = x + r
+    return h, layernorm(h, w, b)
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "rmsnorm": rmsnorm,
+    "layernorm": layernorm,
+    "softmax": softmax,
+    "add_rmsnorm": add_rmsnorm,
+    "add_layernorm": add_layernorm,
+}
 
 
 def make_inputs(op: str, m: int, n: int, dtype: Any) -> list[Any]:
     import torch
 
     x = torch.randn(m, n, device="cuda", dtype=dtype)
+    if op.startswith("add_"):
+        return [x, torch.randn(m, n, device="cuda", dtype=dtype), *make_inputs(op[4:], 1, n, dtype)[1:]]
     if op == "rmsnorm":
         return [x, torch.randn(n, device="cuda", dtype=dtype)]
     if op == "layernorm":
@@ -106,8 +129,11 @@ def reference(op: str, inputs: list[Any]) -> Any:
 
 
 def model_bytes(op: str, m: int, n: int, itemsize: int) -> int:
-    weights = {"rmsnorm": 1, "layernorm": 2, "softmax": 0}[op]
-    return (2 * m * n + weights * n) * itemsize
+    """Each input read once, each output written once: the residual-fused norms read x and r and
+    write the sum and the normalized rows."""
+    weights = {"rmsnorm": 1, "layernorm": 2, "softmax": 0, "add_rmsnorm": 1, "add_layernorm": 2}[op]
+    rows = 4 if op.startswith("add_") else 2
+    return (rows * m * n + weights * n) * itemsize
 
 
 # ---------------------------------------------------------------------------------------------
@@ -181,6 +207,8 @@ def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str |
 
 
 def _liger(op: str) -> Callable[..., Any]:
+    if op.startswith("add_"):
+        raise UnavailableError("liger-kernel has no residual-fused norm with this interface")
     try:
         if op == "rmsnorm":
             from liger_kernel.ops.rms_norm import LigerRMSNormFunction
@@ -312,7 +340,9 @@ def warm_up(seconds: float = 3.0) -> None:
 def check(op: str, out: Any, ref: Any, dtype: Any) -> None:
     from tilec.testing import assert_close
 
-    assert_close(out, ref, dtype, what=op)
+    outs, refs = (out, ref) if isinstance(out, tuple) else ((out,), (ref,))
+    for i, (o, r) in enumerate(zip(outs, refs)):
+        assert_close(o, r, dtype, what=f"{op} output {i}")
 
 
 def run_case(op: str, m: int, n: int, dtype_name: str, impls: list[str], log: Callable[[str], None]) -> list[Result]:
@@ -588,7 +618,9 @@ def parse_shapes(text: str) -> list[tuple[int, int]]:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tilec bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--ops", default=",".join(OPS), help=f"comma-separated, of {', '.join(OPS)}")
+    p.add_argument(
+        "--ops", default=",".join(DEFAULT_OPS), help=f"comma-separated, of {', '.join(OPS)} (default: the first three)"
+    )
     p.add_argument("--shapes", type=parse_shapes, help="MxN,... (default: the suite)")
     p.add_argument(
         "--dtype", default="all", help="bf16, fp16, fp32, or all (the suite: bf16 everywhere, fp16/fp32 on two shapes)"

@@ -24,7 +24,7 @@ def bench():
 
 
 def test_suite_cases(bench) -> None:
-    cases = list(bench.cases(list(bench.OPS), None, ["bf16", "fp16", "fp32"]))
+    cases = list(bench.cases(list(bench.DEFAULT_OPS), None, ["bf16", "fp16", "fp32"]))
     bf16 = [c for c in cases if c[3] == "bf16"]
     assert len(bf16) == 3 * 11 + 1  # every op on the suite, softmax also at 32768x50257
     assert ("softmax", 32768, 50257, "bf16") in bf16
@@ -141,3 +141,9 @@ def test_warm_compile_time_is_reported_for_tilec_and_compile(bench) -> None:
     assert "- tilec: 3.0 s (+200% over compile)" in md
     assert "- tilec: 1.1 s (+10% over compile)" in md[md.index("Triton's caches warm") :]
     assert "tilec-autotune" not in bench.DEFAULT_IMPLS and "tilec-autotune" in bench.IMPLS
+
+
+def test_residual_fused_norms_count_both_inputs_and_both_outputs(bench) -> None:
+    assert bench.model_bytes("add_rmsnorm", 4096, 2048, 2) == (4 * 4096 * 2048 + 2048) * 2
+    assert bench.model_bytes("add_layernorm", 4096, 2048, 2) == (4 * 4096 * 2048 + 2 * 2048) * 2
+    assert set(bench.DEFAULT_OPS) < set(bench.OPS)

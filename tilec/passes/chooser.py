@@ -138,6 +138,26 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "softmax", 64 * KIB, 2**62, "triton", "4096x32768 63/65 vs 65; 8192x65536 43/64 vs 61; 32768x50257 41/47 vs 48"
     ),
+    # a residual add fused with the norm (two row inputs), bench/results/2026-11-24-residual-norms:
+    # tilec-gluon / tilec-triton vs compile, % of copy; stock is at the ceiling already
+    Rule(
+        "sum",
+        0,
+        2**62,
+        "stock",
+        "add+rmsnorm 32768x1024 105.2/104.5 vs 107.0; 4096x2048 123.4/125.3 vs 121.4; 32768x2048 101.1/101.3 "
+        "vs 101.3; 8192x4096 105.1/105.1 vs 105.3; 16384x8192 99.1/98.7 vs 99.1 (ties)",
+        row_inputs=2,
+    ),
+    Rule(
+        "mean-var",
+        0,
+        2**62,
+        "stock",
+        "add+layernorm 32768x1024 104.3/101.2 vs 104.7; 4096x2048 120.4/115.9 vs 115.8; 32768x2048 101.1/99.8 "
+        "vs 100.6; 8192x4096 103.8/102.8 vs 104.0; 16384x8192 98.9/98.7 vs 98.9 (ties)",
+        row_inputs=2,
+    ),
     # fp32 rows: stock Inductor keeps up (2026-11-24, tilec's default then vs compile)
     Rule("sum", 0, 2**62, "stock", "fp32 32768x2048 99.6 vs 100.3; 4096x16384 99.7 vs 99.6", elem_bytes=4),
     Rule("mean-var", 0, 2**62, "stock", "fp32 32768x2048 99.3 vs 100.3; 4096x16384 98.9 vs 99.2", elem_bytes=4),
