@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from profiles import examples
 
@@ -12,6 +12,7 @@ import tilec.testing as tt
 
 
 @settings(max_examples=examples(40), deadline=None)
+@example(n=1, chunk=1, seed=2359, special=None)  # found by the explore profile: |r| = 0.06 and a 1e-3 offset
 @given(
     n=st.integers(0, 60),
     chunk=st.integers(1, 17),
@@ -21,7 +22,8 @@ import tilec.testing as tt
 def test_chunked_comparison_is_the_whole_tensor_comparison(n: int, chunk: int, seed: int, special: str | None) -> None:
     g = torch.Generator().manual_seed(seed)
     r = torch.randn(n, generator=g, dtype=torch.float64)
-    a = r + 1e-3 * torch.randn(n, generator=g, dtype=torch.float64)
+    # a relative perturbation: an absolute one is not small next to a lone small value (n=1)
+    a = r * (1 + 1e-3 * torch.randn(n, generator=g, dtype=torch.float64))
     if special and n:
         a[n // 2] = r[n // 2] = float(special)
     finite = torch.isfinite(r)
