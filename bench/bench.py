@@ -650,11 +650,59 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="whole transformers models, tilec against stock torch.compile (bench/models.py): models.md, models.jsonl",
     )
-    p.add_argument("--size", default="default", choices=["default", "small"], help="with --models: the batch")
-    p.add_argument("--families", default="llama,gpt2", help="with --models: comma-separated, of llama, gpt2")
-    p.add_argument("--modes", default="infer,train,infer-ro", help="with --models: of infer, train, infer-ro")
+    p.add_argument(
+        "--size", default="default", choices=["default", "small", "tiny"], help="with --models: the model and batch"
+    )
+    p.add_argument(
+        "--device", default="cuda", choices=["cuda", "cpu"], help="with --models: cpu runs size tiny, no timing"
+    )
+    p.add_argument(
+        "--families", default="llama,gpt2,gemma", help="with --models: comma-separated, of llama, gpt2, gemma"
+    )
+    p.add_argument(
+        "--modes",
+        help="with --models: comma-separated, of infer, infer-ro, train, train-ro (default: all; on the CPU infer,train)",
+    )
     p.add_argument("--repeats", type=int, default=20, help="with --models: timed steps per side")
+    p.add_argument(
+        "--autotune",
+        action="store_true",
+        help="with --models: tilec's autotuner times each kernel against stock and keeps the faster",
+    )
     return p
+
+
+def _models(args: argparse.Namespace) -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import models
+
+    families = [f.strip() for f in args.families.split(",") if f.strip()]
+    default_modes = models.CPU_MODES if args.device == "cpu" else models.MODES
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()] if args.modes else list(default_modes)
+    bad = [f for f in families if f not in models.FAMILIES] + [m for m in modes if m not in models.MODES]
+    if bad:
+        print(f"tilec bench --models: unknown family or mode: {', '.join(bad)}", file=sys.stderr)
+        return 2
+    if args.device == "cpu":
+        if args.size != "tiny":
+            print("tilec bench --models: --device cpu runs --size tiny only", file=sys.stderr)
+            return 2
+        graphs = [m for m in modes if m not in models.CPU_MODES]
+        if graphs:
+            print(f"tilec bench --models: CUDA graphs need a GPU: {', '.join(graphs)}", file=sys.stderr)
+            return 2
+    else:
+        import torch
+
+        if not torch.cuda.is_available():
+            print("tilec bench --models: needs a CUDA GPU (or --device cpu --size tiny)", file=sys.stderr)
+            return 2
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        print("tilec bench --models: needs transformers (pip install transformers)", file=sys.stderr)
+        return 2
+    return int(models.main(Path(args.out), args.size, families, modes, args.repeats, args.device, args.autotune))
 
 
 def load_results(paths: list[str]) -> list[Result]:
@@ -688,21 +736,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {Path(args.out) / 'results.md'} from {len(results)} results")
         return 0
     if args.models:
-        import torch
-
-        if not torch.cuda.is_available():
-            print("tilec bench --models: needs a CUDA GPU", file=sys.stderr)
-            return 2
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import models
-
-        families = [f.strip() for f in args.families.split(",") if f.strip()]
-        modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-        bad = [f for f in families if f not in models.FAMILIES] + [m for m in modes if m not in models.MODES]
-        if bad:
-            print(f"tilec bench --models: unknown family or mode: {', '.join(bad)}", file=sys.stderr)
-            return 2
-        return models.main(Path(args.out), args.size, families, modes, args.repeats)
+        return _models(args)
     if args.host:
         import torch
 

@@ -1,65 +1,143 @@
 """`tilec bench --models`: whole models, tilec against stock torch.compile, in one process.
 
-    tilec bench --models [--size default|small] [--families llama,gpt2] [--modes infer,train,infer-ro]
+    tilec bench --models [--size default|small|tiny] [--device cuda|cpu]
+                         [--families llama,gpt2,gemma] [--modes infer,infer-ro,train,train-ro]
 
 Hugging Face transformers models built from their configs (random weights; nothing is
-downloaded): Llama (RMSNorm, SwiGLU, rotary) and GPT-2 (LayerNorm, GELU, learned positions),
-bf16, SDPA attention. Sizes: `default` is hidden 2048, intermediate 5632, 2 layers, a batch of
-4 x 1024 tokens; `small` the same model on 1 x 128 tokens. Modes:
+downloaded), SDPA attention, dropout off (a step is then deterministic, and comparable with an
+eager run): Llama (RMSNorm, SwiGLU, rotary), GPT-2 (LayerNorm, GELU, learned positions) and
+Gemma (RMSNorm with `1 + w`, GELU-tanh, a scaled embedding). Sizes:
 
-- `infer`: a forward pass (torch.compile default mode);
-- `infer-ro`: the same with `mode="reduce-overhead"` (CUDA graphs);
-- `train`: forward, loss, backward and an AdamW step (the step itself eager, the same for both).
+- `default`: hidden 2048, intermediate 5632, 2 layers, 16 heads, vocabulary 32000 (GPT-2: 50257),
+  a batch of 4 x 1024 tokens, bf16;
+- `small`: the same model on 1 x 128 tokens (host-bound: launch costs show);
+- `tiny`: hidden 64, 2 layers, vocabulary 512, 2 x 16 tokens, fp32 — for `--device cpu`, where
+  tilec's kernels run in Triton's interpreter and the rest in Inductor's C++ code.
 
-tilec and stock run on two copies of the model with the same weights, compiled separately
-(`backend="tilec"`, which applies tilec to its own graphs only, and the default backend), and
-their steps alternate: the median and the spread (min to max) of each's wall time per step over
-the repeats, measured with CUDA events around a synchronized step. Per row: the ratio stock/tilec,
-the kernels tilec took and declined (with the reasons' counts), and each side's error against an
-fp32 eager run of the same weights (inference logits; relative norm error).
+Modes: `infer` (a forward pass), `train` (forward, loss, backward and an AdamW step; the step
+itself eager, the same for both sides), each also with `mode="reduce-overhead"` (`infer-ro`,
+`train-ro`: CUDA graphs; GPU only).
+
+On the GPU, tilec (`backend="tilec"`, which applies tilec to its own graphs only) and stock (the
+default backend) run on two copies of the model with the same weights, compiled separately, and
+their steps alternate (in ABBA order): per side the median and the spread (min to max) of the wall time per
+synchronized step over the repeats, and the device time per step (the sum of the GPU's kernel
+and copy times, from the profiler). Per row: the ratio stock/tilec, the kernels tilec took and
+declined (with the reasons' counts), and each side's error against an fp32 eager run of the same
+weights — inference: the logits; training: the first step's gradients (relative norm error).
+
+`--autotune` has tilec's autotuner decide instead of the chooser's rules: at compile time it
+times each kernel tilec can take against stock Inductor's and keeps the faster (docs/hook.md).
+
+On the CPU (`--device cpu`, size `tiny`: correctness and coverage, no timing), tilec takes every
+kernel it can (`tilec.config.decline = False`: the chooser's rules are GPU measurements), and a
+row passes when tilec's error is within stock's: at most twice stock's, or 1e-5. The command
+exits 1 when a row does not pass.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import os
 import statistics
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-SIZES = {"default": (4, 1024), "small": (1, 128)}
-FAMILIES = ("llama", "gpt2")
-MODES = ("infer", "train", "infer-ro")
+# batch x tokens
+SIZES = {"default": (4, 1024), "small": (1, 128), "tiny": (2, 16)}
+FAMILIES = ("llama", "gpt2", "gemma")
+MODES = ("infer", "infer-ro", "train", "train-ro")
+CPU_MODES = ("infer", "train")
+# a row passes when tilec's error is at most this many times stock's, or at most ERROR_FLOOR
+ERROR_RATIO = 2.0
+ERROR_FLOOR = 1e-5
 
 
-def build(family: str) -> Any:
+def dims(size: str) -> dict[str, int]:
+    if size == "tiny":
+        return {"hidden": 64, "intermediate": 160, "layers": 2, "heads": 4, "vocab": 512, "positions": 128}
+    return {"hidden": 2048, "intermediate": 5632, "layers": 2, "heads": 16, "vocab": 32000, "positions": 2048}
+
+
+def build(family: str, size: str) -> Any:
     import torch
     import transformers as tf
 
+    d = dims(size)
     if family == "llama":
-        config = tf.LlamaConfig(
-            hidden_size=2048,
-            intermediate_size=5632,
-            num_hidden_layers=2,
-            num_attention_heads=16,
-            num_key_value_heads=16,
-            vocab_size=32000,
-            max_position_embeddings=2048,
+        config: Any = tf.LlamaConfig(
+            hidden_size=d["hidden"],
+            intermediate_size=d["intermediate"],
+            num_hidden_layers=d["layers"],
+            num_attention_heads=d["heads"],
+            num_key_value_heads=d["heads"],
+            vocab_size=d["vocab"],
+            max_position_embeddings=d["positions"],
         )
-        cls = tf.LlamaForCausalLM
+        cls: Any = tf.LlamaForCausalLM
     elif family == "gpt2":
-        config = tf.GPT2Config(n_embd=2048, n_layer=2, n_head=16, n_positions=2048, vocab_size=50257)
+        vocab = 50257 if size != "tiny" else d["vocab"]
+        config = tf.GPT2Config(
+            n_embd=d["hidden"],
+            n_layer=d["layers"],
+            n_head=d["heads"],
+            n_positions=d["positions"],
+            vocab_size=vocab,
+            bos_token_id=vocab - 1,
+            eos_token_id=vocab - 1,
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+        )
         cls = tf.GPT2LMHeadModel
+    elif family == "gemma":
+        config = tf.GemmaConfig(
+            hidden_size=d["hidden"],
+            intermediate_size=d["intermediate"],
+            num_hidden_layers=d["layers"],
+            num_attention_heads=d["heads"],
+            num_key_value_heads=d["heads"],
+            head_dim=d["hidden"] // d["heads"],
+            vocab_size=d["vocab"],
+            max_position_embeddings=d["positions"],
+        )
+        cls = tf.GemmaForCausalLM
     else:
-        raise ValueError(family)
+        raise ValueError(f"unknown family {family!r}; of {', '.join(FAMILIES)}")
     config._attn_implementation = "sdpa"
     torch.manual_seed(0)
     return cls(config)
 
 
-def _sync_ms(fn: Any) -> float:
+def entry(side: str) -> Callable[[Any, Any, Any], Any]:
+    """The function each side compiles: `model(ids, labels=labels)`, a code object of its own.
+
+    Dynamo keeps compiled code per code object, one entry per backend, and looks entries up
+    newest first: compiling the two models themselves would share one code object (Module's
+    call), and each call of the side compiled first would pass over the other side's entry —
+    measured at about 30 us per call on Llama, 3% of a small inference step, against whichever
+    side compiled first. With a code object per side, each side's lookup finds only its own."""
+    namespace: dict[str, Any] = {}
+    exec(f"def forward_{side}(model, ids, labels):\n    return model(ids, labels=labels)\n", namespace)
+    return namespace[f"forward_{side}"]  # type: ignore[no-any-return]
+
+
+def relative_error(a: Any, ref: Any) -> float:
+    a, ref = a.double(), ref.double()
+    return float((a - ref).norm() / ref.norm())
+
+
+def _grads(model: Any) -> Any:
+    import torch
+
+    return torch.cat([p.grad.detach().flatten().double() for p in model.parameters() if p.grad is not None])
+
+
+def _sync_ms(fn: Callable[[], Any]) -> float:
     import torch
 
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -71,135 +149,238 @@ def _sync_ms(fn: Any) -> float:
     return start.elapsed_time(end)
 
 
-def relative_error(a: Any, ref: Any) -> float:
-    a, ref = a.double(), ref.double()
-    return float((a - ref).norm() / ref.norm())
+def device_ms(fn: Callable[[], Any], steps: int = 3) -> float | None:
+    """GPU milliseconds per step: the sum of the kernels' and copies' durations the profiler
+    records (CUDA-graph replays included), averaged over `steps` steps; None if it saw none."""
+    import torch
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            fn()
+        torch.cuda.synchronize()
+    us = [e.time_range.elapsed_us() for e in prof.events() if e.device_type == DeviceType.CUDA]
+    return sum(us) / steps / 1000.0 if us else None
 
 
-def run_row(family: str, size: str, mode: str, repeats: int, log: Any) -> dict[str, Any]:
+def within(error_tilec: float | None, error_stock: float | None) -> bool | None:
+    """Whether tilec's error against the reference is within stock's."""
+    if error_tilec is None or error_stock is None:
+        return None
+    return error_tilec <= max(ERROR_RATIO * error_stock, ERROR_FLOOR)
+
+
+def run_row(family: str, size: str, mode: str, repeats: int, device: str, log: Callable[[str], None]) -> dict[str, Any]:
     import torch
 
     import tilec
 
     batch, seq = SIZES[size]
-    base = build(family)
-    ids = torch.randint(0, base.config.vocab_size, (batch, seq), device="cuda")
-    ref_logits = None
-    if mode != "train":
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    train = mode.startswith("train")
+    base = build(family, size)
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, base.config.vocab_size, (batch, seq), generator=gen).to(device)
+
+    # the fp32 eager reference: logits, or the first step's gradients
+    ref_model = copy.deepcopy(base).to(device, torch.float32)
+    if train:
+        ref_model.train()
+        ref_model(ids, labels=ids).loss.backward()
+        reference = _grads(ref_model)
+    else:
+        ref_model.eval()
         with torch.no_grad():
-            ref_logits = base.to("cuda", torch.float32)(ids).logits.float()
-    models = {side: copy.deepcopy(base).to("cuda", torch.bfloat16) for side in ("tilec", "stock")}
+            reference = ref_model(ids).logits.double()
+    del ref_model
+
+    models = {side: copy.deepcopy(base).to(device, dtype) for side in ("tilec", "stock")}
     del base
     torch._dynamo.reset()
     tilec.reset_report()
-    compile_mode = "reduce-overhead" if mode == "infer-ro" else None
+    compile_mode = "reduce-overhead" if mode.endswith("-ro") else None
     compiled = {
-        "tilec": torch.compile(models["tilec"], backend="tilec", mode=compile_mode, dynamic=False),
-        "stock": torch.compile(models["stock"], mode=compile_mode, dynamic=False),
+        "tilec": torch.compile(entry("tilec"), backend="tilec", mode=compile_mode, dynamic=False),
+        "stock": torch.compile(entry("stock"), mode=compile_mode, dynamic=False),
     }
-    opts = (
-        {s: torch.optim.AdamW(models[s].parameters(), lr=1e-4, foreach=True) for s in models} if mode == "train" else {}
-    )
+    opts = {s: torch.optim.AdamW(models[s].parameters(), lr=1e-4, foreach=True) for s in models} if train else {}
+    errors: dict[str, float] = {}
 
-    def step(side: str) -> Any:
-        if mode == "train":
+    def step(side: str, measure: bool = False) -> Any:
+        if train:
             models[side].train()
-            out = compiled[side](ids, labels=ids)
+            out = compiled[side](models[side], ids, ids)
             out.loss.backward()
+            if measure:
+                errors[side] = relative_error(_grads(models[side]), reference)
             opts[side].step()
             opts[side].zero_grad(set_to_none=True)
             return out.loss.detach()
+        models[side].eval()
         with torch.no_grad():
-            models[side].eval()
-            return compiled[side](ids).logits
+            out = compiled[side](models[side], ids, None).logits
+        if measure:
+            errors[side] = relative_error(out, reference)
+        return out
 
-    errors = {}
     start = time.perf_counter()
     for side in ("tilec", "stock"):
-        for _ in range(3):  # compile (forward, then backward), then CUDA-graph warm-up and recording
-            out = step(side)
-        torch.cuda.synchronize()
-        if ref_logits is not None:
-            errors[side] = relative_error(out.float(), ref_logits)
+        step(side, measure=True)  # the first step: compiles, and is compared with the reference
+        if device != "cpu":
+            for _ in range(2):  # the backward's compile, CUDA-graph warm-up and recording
+                step(side)
+            torch.cuda.synchronize()
     compile_s = time.perf_counter() - start
     records = tilec.report()
-    times: dict[str, list[float]] = {"tilec": [], "stock": []}
-    for _ in range(repeats):
-        for side in ("tilec", "stock"):
-            times[side].append(_sync_ms(lambda side=side: step(side)))
-    med = {s: statistics.median(v) for s, v in times.items()}
     declined = Counter(r.reason.split(":")[0].split(" (")[0] for r in records if not r.taken and r.reason)
-    row = {
+    row: dict[str, Any] = {
         "family": family,
         "size": size,
         "mode": mode,
-        "tilec_ms": med["tilec"],
-        "stock_ms": med["stock"],
-        "speedup": med["stock"] / med["tilec"],
-        "tilec_spread_ms": [min(times["tilec"]), max(times["tilec"])],
-        "stock_spread_ms": [min(times["stock"]), max(times["stock"])],
+        "device": device,
         "taken": sum(r.taken for r in records),
         "kernels": len(records),
         "declined": dict(declined),
         "error_tilec": errors.get("tilec"),
         "error_stock": errors.get("stock"),
+        "within_stock_error": within(errors.get("tilec"), errors.get("stock")),
         "compile_s": compile_s,
     }
-    log(
-        f"{family:6s} {size:8s} {mode:9s} tilec {med['tilec']:8.3f} ms  stock {med['stock']:8.3f} ms  "
-        f"{row['speedup']:.3f}x  taken {row['taken']}/{row['kernels']}  errors {errors}"
-    )
-
+    if device != "cpu":
+        times: dict[str, list[float]] = {"tilec": [], "stock": []}
+        for i in range(repeats):
+            # ABBA order: whatever favours the step run first (or second) of a pair favours neither
+            for side in ("tilec", "stock") if i % 2 == 0 else ("stock", "tilec"):
+                times[side].append(_sync_ms(lambda side=side: step(side)))
+        med = {s: statistics.median(v) for s, v in times.items()}
+        row.update(
+            tilec_ms=med["tilec"],
+            stock_ms=med["stock"],
+            speedup=med["stock"] / med["tilec"],
+            tilec_spread_ms=[min(times["tilec"]), max(times["tilec"])],
+            stock_spread_ms=[min(times["stock"]), max(times["stock"])],
+            tilec_device_ms=device_ms(lambda: step("tilec")),
+            stock_device_ms=device_ms(lambda: step("stock")),
+        )
+        log(
+            f"{family:6s} {size:8s} {mode:9s} tilec {med['tilec']:8.3f} ms  stock {med['stock']:8.3f} ms  "
+            f"{row['speedup']:.3f}x  device {row['tilec_device_ms']} / {row['stock_device_ms']} ms  "
+            f"taken {row['taken']}/{row['kernels']}  errors {errors}"
+        )
+    else:
+        log(
+            f"{family:6s} {size:8s} {mode:9s} taken {row['taken']}/{row['kernels']}  errors {errors}  "
+            f"{'ok' if row['within_stock_error'] else 'ABOVE STOCK ERROR'}"
+        )
     torch._dynamo.reset()
-    torch.cuda.empty_cache()
+    if device != "cpu":
+        torch.cuda.empty_cache()
     return row
 
 
-def main(out: Path, size: str, families: list[str], modes: list[str], repeats: int = 20) -> int:
-    import torch
-    import triton
+def _f(x: float | None, spec: str = ".3f") -> str:
+    return "" if x is None else format(x, spec)
 
-    import tilec
 
-    out.mkdir(parents=True, exist_ok=True)
-    env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__}
-    import transformers
-
-    env["transformers"] = transformers.__version__
-    tilec.uninstall()  # the backend applies tilec to its own graphs; the stock copy stays stock
-    rows = []
-    with (out / "models.jsonl").open("w") as f:
-        for family in families:
-            for mode in modes:
-                row = run_row(family, size, mode, repeats, lambda line: print(line, flush=True))
-                row["meta"] = env
-                f.write(json.dumps(row) + "\n")
-                f.flush()
-                rows.append(row)
+def markdown(rows: list[dict[str, Any]], env: dict[str, str], size: str, device: str, repeats: int) -> str:
+    batch, seq = SIZES[size]
     lines = [
         "# tilec bench --models",
         "",
         f"{env['gpu']}, torch {env['torch']}, triton {env['triton']}, transformers {env['transformers']}; "
-        f"size {size} (batch x tokens {SIZES[size][0]}x{SIZES[size][1]}), bf16, median of {repeats} steps each, "
-        "tilec and stock alternating.",
+        f"size {size} (batch x tokens {batch}x{seq}), {'fp32' if device == 'cpu' else 'bf16'}; tilec's choice: "
+        f"{env.get('tilec', 'measured rules')}.",
         "",
-        "| model | mode | tilec ms | stock ms | stock/tilec | tilec spread | stock spread | taken | error tilec | error stock |",
-        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-
-        def err(x: float | None) -> str:
-            return "" if x is None else f"{x:.2e}"
-
-        lines.append(
-            f"| {r['family']} | {r['mode']} | {r['tilec_ms']:.3f} | {r['stock_ms']:.3f} | {r['speedup']:.3f} | "
-            f"{r['tilec_spread_ms'][0]:.3f}-{r['tilec_spread_ms'][1]:.3f} | "
-            f"{r['stock_spread_ms'][0]:.3f}-{r['stock_spread_ms'][1]:.3f} | {r['taken']}/{r['kernels']} | "
-            f"{err(r['error_tilec'])} | {err(r['error_stock'])} |"
-        )
+    if device == "cpu":
+        lines += [
+            "CPU: tilec takes every kernel it can (Triton's interpreter), stock is Inductor's C++ code; errors "
+            "against an fp32 eager run (inference: logits; training: the first step's gradients).",
+            "",
+            "| model | mode | taken | error tilec | error stock | within stock's error |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in rows:
+            lines.append(
+                f"| {r['family']} | {r['mode']} | {r['taken']}/{r['kernels']} | {_f(r['error_tilec'], '.2e')} | "
+                f"{_f(r['error_stock'], '.2e')} | {'yes' if r['within_stock_error'] else 'NO'} |"
+            )
+    else:
+        speedups = [r["speedup"] for r in rows]
+        geomean = statistics.geometric_mean(speedups) if speedups else float("nan")
+        lines += [
+            f"Wall time per synchronized step, median of {repeats} steps each, tilec and stock alternating; "
+            "device time per step from the profiler (kernels and copies); errors against an fp32 eager run "
+            "(inference: logits; training: the first step's gradients).",
+            "",
+            "| model | mode | tilec ms | stock ms | stock/tilec | tilec spread | stock spread | tilec device ms | "
+            "stock device ms | taken | error tilec | error stock |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in rows:
+            lines.append(
+                f"| {r['family']} | {r['mode']} | {r['tilec_ms']:.3f} | {r['stock_ms']:.3f} | {r['speedup']:.3f} | "
+                f"{r['tilec_spread_ms'][0]:.3f}-{r['tilec_spread_ms'][1]:.3f} | "
+                f"{r['stock_spread_ms'][0]:.3f}-{r['stock_spread_ms'][1]:.3f} | {_f(r['tilec_device_ms'])} | "
+                f"{_f(r['stock_device_ms'])} | {r['taken']}/{r['kernels']} | {_f(r['error_tilec'], '.2e')} | "
+                f"{_f(r['error_stock'], '.2e')} |"
+            )
+        lines += ["", f"Geomean stock/tilec over the {len(rows)} rows: {geomean:.3f}x."]
     lines += ["", "Declined, by reason:", ""]
     for r in rows:
-        lines.append(f"- {r['family']} {r['mode']}: " + "; ".join(f"{n}x {k}" for k, n in r["declined"].items()))
-    (out / "models.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        reasons = "; ".join(f"{n}x {k}" for k, n in r["declined"].items()) or "none"
+        lines.append(f"- {r['family']} {r['mode']}: {reasons}")
+    return "\n".join(lines) + "\n"
+
+
+def main(
+    out: Path,
+    size: str,
+    families: list[str],
+    modes: list[str],
+    repeats: int = 20,
+    device: str = "cuda",
+    autotune: bool = False,
+) -> int:
+    if device == "cpu":
+        # tilec's CPU kernels run in Triton's interpreter, which Triton picks when first imported
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    import torch
+    import transformers
+    import triton
+
+    import tilec
+    from tilec.runtime import interpreter_active
+
+    if device == "cpu" and not interpreter_active():
+        raise RuntimeError("--device cpu needs Triton's interpreter: set TRITON_INTERPRET=1 before Python starts")
+    out.mkdir(parents=True, exist_ok=True)
+    gpu = torch.cuda.get_device_name() if device == "cuda" else "CPU"
+    env = {
+        "gpu": gpu,
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "transformers": transformers.__version__,
+    }
+    tilec.uninstall()  # the backend applies tilec to its own graphs; the stock copy stays stock
+    rows = []
+    env["tilec"] = "autotune" if autotune else "measured rules"
+    settings = {"decline": device != "cpu" and tilec.config.decline, "autotune": autotune or tilec.config.autotune}
+    with tilec.config.patch(**settings), (out / "models.jsonl").open("w") as f:
+        for family in families:
+            for mode in modes:
+                row = run_row(family, size, mode, repeats, device, lambda line: print(line, flush=True))
+                row["meta"] = env
+                f.write(json.dumps(row) + "\n")
+                f.flush()
+                rows.append(row)
+    text = markdown(rows, env, size, device, repeats)
+    (out / "models.md").write_text(text)
+    print(text)
+    failed = [f"{r['family']} {r['mode']}" for r in rows if r["within_stock_error"] is False]
+    if failed and device == "cpu":
+        print(f"tilec bench --models: tilec's error is above stock's in: {', '.join(failed)}")
+        return 1
     return 0

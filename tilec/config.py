@@ -14,8 +14,11 @@ another. The environment sets the initial values: `TILEC_EMITTER`, `TILEC_DISABL
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 EMITTERS = ("auto", "gluon", "triton")
@@ -66,14 +69,28 @@ def check() -> None:
 
 
 def fingerprint() -> str:
-    """Everything that changes the code the hook generates: tilec's version and the settings."""
+    """Everything that changes the code the hook generates: tilec's version, a digest of its
+    source (an editable install changes without a new version) and the settings."""
     from tilec import __version__
 
     pipes = ";".join(f"{k}={pipelines[k]}" for k in sorted(pipelines))
     return (
-        f"tilec={__version__} enabled={bool(enabled)} emitter={emitter} strict={bool(strict)} "
+        f"tilec={__version__} source={source_digest()} enabled={bool(enabled)} emitter={emitter} strict={bool(strict)} "
         f"decline={bool(decline)} autotune={bool(autotune)} pipelines={pipes}"
     )
+
+
+@functools.cache
+def source_digest() -> str:
+    """A digest of tilec's installed source: its Python modules and grammar files (read once)."""
+    from tilec.ir.parser import grammar_path
+
+    root = Path(__file__).parent
+    digest = hashlib.sha256()
+    for path in [*sorted(root.rglob("*.py")), grammar_path()]:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def snapshot() -> dict[str, Any]:

@@ -12,6 +12,7 @@ import pytest
 
 import tilec
 from tilec import config as cfg
+from tilec.ir.parser import grammar_path
 from tilec.runtime import interpreter_active
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,6 +70,25 @@ def test_the_fingerprint_covers_every_setting() -> None:
             seen.add(cfg.fingerprint())
     assert len(seen) == 7
     assert tilec.__version__ in cfg.fingerprint()
+
+
+def test_the_fingerprint_covers_the_source(tmp_path: Path) -> None:
+    """An edited module (an editable install, a local patch) changes the cache key though the
+    version does not: Inductor's cache never serves code an older tilec generated."""
+    import shutil
+
+    assert f"source={cfg.source_digest()}" in cfg.fingerprint()
+    root = Path(tilec.__file__).parent
+    copy = tmp_path / "tilec"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("__pycache__", "grammar"))
+    (copy / "grammar").mkdir()
+    shutil.copy(grammar_path(), copy / "grammar")
+    code = "import tilec.config as c; print(c.__file__, c.source_digest())"
+    before = run_python(code, cwd=tmp_path)
+    assert before.startswith(str(copy))
+    (copy / "ir" / "core.py").write_text((copy / "ir" / "core.py").read_text() + "\n# edited\n")
+    assert run_python(code, cwd=tmp_path) != before
+    assert before.split()[1] == cfg.source_digest()
 
 
 def test_patch_restores_and_rejects_unknown_settings() -> None:

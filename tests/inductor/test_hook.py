@@ -161,3 +161,19 @@ def _chain(e: BaseException | None) -> list[BaseException]:
         out.append(e)
         e = e.__cause__ or e.__context__
     return out
+
+
+def test_a_scalar_passed_by_value_is_declined_not_loaded() -> None:
+    """A 0-d CPU tensor (a loss's divisor computed with `.item()`, the scale below) reaches the
+    kernel as a Python number (the wrapper writes `s.item()`): tilec declines the kernel instead of
+    loading through the number as a pointer."""
+    from tilec.frontend.reasons import SCALAR_ARGUMENT
+
+    def scaled_softmax(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x / s, -1)
+
+    x, s = torch.randn(8, 100), torch.tensor(3.0)
+    result = check_function(scaled_softmax, [x, s])
+    assert result.ok, result.message
+    (rec,) = result.records
+    assert not rec.taken and rec.reason == SCALAR_ARGUMENT

@@ -34,6 +34,7 @@ from tilec.frontend.reasons import (
     DYNAMIC_SHAPE,
     INTERNAL_ERROR,
     RELOAD_OTHER_INDEX,
+    SCALAR_ARGUMENT,
     UnsupportedError,
     unsupported_node,
 )
@@ -282,6 +283,8 @@ class KernelBuilder:
             if rec.value.loop is None or rec.value.loop is self.em.loop:
                 return rec.value
             self.must_keep.add(name)  # written in an earlier loop: read it back from memory
+        if _passed_by_value(name):
+            raise UnsupportedError(SCALAR_ARGUMENT)
         param = self.kargs.input(name)
         self._note_access(param, "load", index)
         offsets = self.translate(index)
@@ -429,6 +432,16 @@ class KernelBuilder:
             shape, strides, offset = _layout(buffer)
             args.append(KernelArg(p.name_hint, buffer, access, p.type.pointee.name, shape, strides, offset))
         return args
+
+
+def _passed_by_value(name: str) -> bool:
+    """Whether the wrapper passes buffer `name` as a scalar (`x.item()`), not a pointer: Inductor
+    does so for a 0-d CPU tensor a GPU kernel reads (and on the CPU for one it does not mutate)."""
+    try:
+        from torch._inductor.codegen.triton_utils import should_unwrap_unspec_arg
+    except ImportError:  # pragma: no cover - both torch versions tilec runs with have it
+        return False
+    return bool(should_unwrap_unspec_arg(name))
 
 
 def _layout(buffer: str) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, int | None]:
