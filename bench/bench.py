@@ -163,10 +163,10 @@ def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str |
     import tilec
 
     if warm:
-        from tilec.inductor import hook
+        from tilec.inductor import build
 
         first = _compiled(op, inputs, mode, tilec_emitter)
-        hook._built.clear()
+        build._built.clear()
         again = _compiled(op, inputs, mode, tilec_emitter)  # its function is the one Dynamo now holds
         return Built(again.fn, first.compile_s, first.note, again.compile_s)
     torch.compiler.reset()

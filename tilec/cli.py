@@ -119,7 +119,8 @@ def cmd_dump(args: argparse.Namespace) -> int:
     # torch is imported here only: `tilec opt` must not pay for it
     if args.check and args.emit != "gluon":
         raise UsageError("--check compiles Gluon output; add --emit gluon")
-    from tilec.frontend.dump import DumpError, dump, parse_shape
+    from tilec.dump import dump, parse_shape
+    from tilec.frontend.entry import EntryError
 
     try:
         text, failures = dump(
@@ -135,7 +136,7 @@ def cmd_dump(args: argparse.Namespace) -> int:
             emit=args.emit,
             check=args.check,
         )
-    except DumpError as e:
+    except EntryError as e:
         raise UsageError(str(e)) from e
     sys.stdout.write(text)
     if failures:

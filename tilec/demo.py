@@ -104,8 +104,8 @@ def write_traced_rmsnorm(out: TextIO) -> None:
     except ImportError:
         out.write("\n// (install torch to see tilec translate Inductor's own RMSNorm kernel)\n")
         return
+    from tilec.dump import format_kernels
     from tilec.frontend.capture import capture
-    from tilec.frontend.dump import format_kernels
 
     with torch.device("meta"):  # only shapes and dtypes matter
         x, w = torch.randn(64, 1000, dtype=torch.bfloat16), torch.randn(1000, dtype=torch.bfloat16)

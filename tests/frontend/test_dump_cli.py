@@ -118,13 +118,13 @@ def test_module_weights_are_graph_inputs_as_under_torch_compile(tmp_path: Path) 
     import torch
 
     from tilec.frontend.capture import capture
-    from tilec.frontend.dump import load_target, make_call, make_inputs
+    from tilec.frontend.entry import load_entry, make_call, make_inputs
     from tilec.frontend.result import Lowered
     from tilec.ir import Module, print_module
 
     src = tmp_path / "rms.py"
     src.write_text(RMSNORM_MODULE)
-    target = load_target(str(src))
+    target = load_entry(str(src))
     assert target.is_module and target.func_name == "RMSNorm"
     fn, args = make_call(target, make_inputs(target, (64, 1000), torch.bfloat16), torch.bfloat16)
     assert [a.device.type for a in args] == ["meta", "meta"] and args[1].dtype == torch.bfloat16

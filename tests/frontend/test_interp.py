@@ -12,7 +12,7 @@ import torch
 from tilec import interp
 from tilec.frontend import Lowered
 from tilec.frontend.capture import capture
-from tilec.frontend.dump import load_target
+from tilec.frontend.entry import load_entry
 from tilec.interp.dtypes import TORCH_DTYPES
 from tilec.ir import Kernel, parse, print_kernel
 from tilec.passes import run_pipeline
@@ -55,7 +55,7 @@ def run_kernel(kernel: Kernel, lowered: Lowered, inputs: list[torch.Tensor], inp
 def test_example_matches_eager(name: str) -> None:
     shape, outs = CASES[name]
     torch.manual_seed(0)
-    target = load_target(str(ROOT / "examples" / f"{name}.py"))
+    target = load_entry(str(ROOT / "examples" / f"{name}.py"))
     inputs = list(target.example_inputs(shape, torch.bfloat16)) if target.example_inputs else [torch.randn(shape)]
     (captured,) = capture(target.func, inputs, strict=True)
     lowered = captured.result

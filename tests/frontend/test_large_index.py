@@ -22,7 +22,7 @@ from tilec.emit.gluon import emit_gluon
 from tilec.emit.triton import emit_triton
 from tilec.frontend import Lowered
 from tilec.frontend.capture import capture
-from tilec.frontend.dump import load_target, make_inputs
+from tilec.frontend.entry import load_entry, make_inputs
 from tilec.ir import Kernel, Value, parse, print_kernel
 from tilec.ir.core import BlockArg, defining_op
 from tilec.ir.dtypes import DType
@@ -52,7 +52,7 @@ WIDENED_SOURCES = {"tile.program_id", "tile.arange", "tile.constant"}
 
 
 def lower_example(name: str, shape: tuple[int, ...]) -> Lowered:
-    target = load_target(str(ROOT / "examples" / f"{name}.py"))
+    target = load_entry(str(ROOT / "examples" / f"{name}.py"))
     (kernel,) = capture(target.func, make_inputs(target, shape, bf16), strict=True)
     assert isinstance(kernel.result, Lowered), f"{name}: {kernel.result}"
     return kernel.result

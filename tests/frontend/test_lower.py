@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from tilec.dump import dump
 from tilec.frontend import Lowered, Unsupported, lower, reasons
 from tilec.frontend.capture import CapturedKernel, capture
-from tilec.frontend.dump import dump, load_target, make_inputs
+from tilec.frontend.entry import load_entry, make_inputs
 from tilec.ir import Module, parse, print_kernel, print_module, verify
 from tilec.passes import run_pipeline
 
@@ -30,7 +31,7 @@ _cache: dict[tuple[str, tuple[int, ...], object], list[CapturedKernel]] = {}
 def example_kernels(name: str, shape: tuple[int, ...], dtype: object = bf16) -> list[CapturedKernel]:
     key = (name, shape, dtype)
     if key not in _cache:
-        target = load_target(str(ROOT / "examples" / f"{name}.py"))
+        target = load_entry(str(ROOT / "examples" / f"{name}.py"))
         _cache[key] = capture(target.func, make_inputs(target, shape, dtype), strict=True)
     return _cache[key]
 
@@ -121,7 +122,7 @@ def test_lowered_args_and_removed_buffers() -> None:
 
 def test_lower_does_not_change_what_inductor_generates(monkeypatch: pytest.MonkeyPatch) -> None:
     capture_module = importlib.import_module("tilec.frontend.capture")
-    target = load_target(str(ROOT / "examples" / "layernorm.py"))
+    target = load_entry(str(ROOT / "examples" / "layernorm.py"))
     inputs = make_inputs(target, SHAPES[0], bf16)
     with_lower = [k.source for k in capture(target.func, inputs)]
     monkeypatch.setattr(capture_module, "lower", lambda *a, **k: Unsupported("skipped"))
@@ -134,7 +135,7 @@ def test_deterministic() -> None:
     first, _ = dump(spec, shape=(2, 4, 256, 256), ir=True)
     assert dump(spec, shape=(2, 4, 256, 256), ir=True)[0] == first
     # and in another process, with another hash seed
-    code = f"from tilec.frontend.dump import dump; print(dump({spec!r}, shape=(2, 4, 256, 256), ir=True)[0], end='')"
+    code = f"from tilec.dump import dump; print(dump({spec!r}, shape=(2, 4, 256, 256), ir=True)[0], end='')"
     env = {**__import__("os").environ, "PYTHONHASHSEED": "12345"}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr

@@ -18,7 +18,7 @@ from gpu_support import hopper
 from input_cases import DTYPES, FUNCTIONS, LAYOUTS, VECTORS, check_compiled, make_inputs
 
 import tilec
-from tilec.inductor.hook import INTERNAL_ERROR
+from tilec.inductor.policy import INTERNAL_ERROR
 from tilec.runtime import TilecKernel, loaded_kernels
 from tilec.testing import tolerance
 

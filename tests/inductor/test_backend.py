@@ -14,7 +14,7 @@ from torch._dynamo.utils import counters
 from torch._inductor.utils import run_and_get_code
 
 import tilec
-from tilec.inductor.install import is_registered
+from tilec.inductor.registry import is_registered
 
 pytestmark = pytest.mark.usefixtures("uninstalled")
 

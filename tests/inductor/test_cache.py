@@ -21,7 +21,7 @@ from torch._dynamo.utils import counters
 
 import tilec
 from tilec import config as cfg
-from tilec.inductor import hook
+from tilec.inductor import policy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,7 +59,7 @@ def ungraphed(records: list[tilec.KernelRecord]) -> list[tilec.KernelRecord]:
 
 def test_toggling_tilec_never_reuses_a_stale_kernel(cache: Path, caplog: pytest.LogCaptureFixture) -> None:
     records, hits = compile_once(enabled=False)
-    assert [(r.taken, r.reason) for r in records] == [(False, hook.DISABLED)] and hits == 0
+    assert [(r.taken, r.reason) for r in records] == [(False, policy.DISABLED)] and hits == 0
     records, hits = compile_once(enabled=True)  # not the stock kernel from the cache
     assert [r.taken for r in records] == [True] and hits == 0
     taken = ungraphed(records)
@@ -78,7 +78,7 @@ def test_toggling_tilec_never_reuses_a_stale_kernel(cache: Path, caplog: pytest.
     records, hits = compile_once(pipelines={"gluon": "gluon-default", "triton": pipeline})
     assert [(r.taken, r.pipeline) for r in records] == [(True, pipeline)] and hits == 0
     records, hits = compile_once(enabled=False)  # back to the first settings: their entry
-    assert [(r.taken, r.reason) for r in records] == [(False, hook.DISABLED)] and hits == 1
+    assert [(r.taken, r.reason) for r in records] == [(False, policy.DISABLED)] and hits == 1
 
 
 def test_without_the_fingerprint_the_cache_would_be_stale(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -88,7 +88,7 @@ def test_without_the_fingerprint_the_cache_would_be_stale(cache: Path, monkeypat
     monkeypatch.setattr(cfg, "fingerprint", lambda: "constant")
     compile_once(enabled=False)
     records, hits = compile_once(enabled=True)
-    assert [(r.taken, r.reason) for r in records] == [(False, hook.DISABLED)] and hits == 1
+    assert [(r.taken, r.reason) for r in records] == [(False, policy.DISABLED)] and hits == 1
 
 
 CACHED_MODEL = textwrap.dedent(

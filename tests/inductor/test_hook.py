@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import tilec
-from tilec.inductor import hook
+from tilec.inductor import policy
 from tilec.inductor.check import EXAMPLES, check_example, check_function
 
 pytestmark = pytest.mark.usefixtures("fresh")
@@ -68,19 +68,19 @@ def test_disabled_leaves_every_kernel_to_inductor() -> None:
     with tilec.config.patch(enabled=False):
         result = check_example("softmax", (8, 100), torch.float32, "cpu")
     assert result.ok
-    assert [(r.taken, r.reason) for r in result.records] == [(False, hook.DISABLED)]
+    assert [(r.taken, r.reason) for r in result.records] == [(False, policy.DISABLED)]
 
 
 def test_a_failure_falls_back_with_the_reason_logged(monkeypatch: pytest.MonkeyPatch, caplog) -> None:
     def broken(*args, **kwargs):
         raise RuntimeError("boom in the emitter")
 
-    monkeypatch.setattr(hook, "build", broken)
+    monkeypatch.setattr(policy, "build", broken)
     with caplog.at_level(logging.WARNING, logger="tilec"):
         result = check_example("rmsnorm", (8, 100), torch.float32, "cpu")
     assert result.ok
     (rec,) = result.records
-    assert not rec.taken and rec.reason == f"{hook.INTERNAL_ERROR}: RuntimeError: boom in the emitter"
+    assert not rec.taken and rec.reason == f"{policy.INTERNAL_ERROR}: RuntimeError: boom in the emitter"
     assert "boom in the emitter" in caplog.text
 
 
@@ -88,7 +88,7 @@ def test_strict_mode_raises(monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(*args, **kwargs):
         raise RuntimeError("boom in the emitter")
 
-    monkeypatch.setattr(hook, "build", broken)
+    monkeypatch.setattr(policy, "build", broken)
     with tilec.config.patch(strict=True), pytest.raises(Exception, match="boom in the emitter"):
         check_example("rmsnorm", (8, 100), torch.float32, "cpu")
 
@@ -111,14 +111,14 @@ def test_gluon_on_the_cpu_is_declined() -> None:
     with tilec.config.patch(emitter="gluon"):
         result = check_example("softmax", (8, 100), torch.float32, "cpu")
     assert result.ok
-    assert [r.reason for r in result.records] == [hook.GLUON_ON_CPU]
+    assert [r.reason for r in result.records] == [policy.GLUON_ON_CPU]
 
 
 def test_cpp_wrapper_falls_back() -> None:
     with torch._inductor.config.patch(cpp_wrapper=True):
         result = check_example("softmax", (8, 100), torch.float32, "cpu")
     assert result.ok
-    assert [(r.taken, r.reason) for r in result.records] == [(False, hook.CPP_WRAPPER)]
+    assert [(r.taken, r.reason) for r in result.records] == [(False, policy.CPP_WRAPPER)]
 
 
 def test_a_summary_line_per_graph(caplog) -> None:
@@ -144,7 +144,7 @@ def test_records_and_reset() -> None:
 def test_inductors_triton_backend_for_the_cpu() -> None:
     """cpu_backend="triton": tilec's hook sits in TritonScheduling, as on CUDA; a kernel it declines
     would need a Triton CPU driver, which is said plainly instead of failing later."""
-    from tilec.inductor.hook import CpuFallbackError
+    from tilec.inductor.cpu import CpuFallbackError
 
     with torch._inductor.config.patch(cpu_backend="triton"):
         result = check_example("layernorm", (16, 200), torch.bfloat16, "cpu")

@@ -13,7 +13,7 @@ import torch
 from tilec import interp
 from tilec.frontend import Lowered
 from tilec.frontend.capture import capture
-from tilec.frontend.dump import load_target
+from tilec.frontend.entry import load_entry
 from tilec.interp.dtypes import TORCH_DTYPES
 from tilec.ir import Kernel, parse, print_kernel
 from tilec.passes import run_pipeline
@@ -60,7 +60,7 @@ class Example:
         x[min(1, rows - 1), -1] = float("inf")
         x[rows - 1, x.shape[1] // 2] = -float("inf")
         inputs = [x, *self.inputs[1:]]
-        target = load_target(str(ROOT / "examples" / f"{self.name}.py"))
+        target = load_entry(str(ROOT / "examples" / f"{self.name}.py"))
         ref = target.func(*[t.float() for t in inputs])
         special = tuple(sorted({0, min(1, rows - 1), rows - 1}))
         return Example(self.name, self.lowered, inputs, ref if isinstance(ref, tuple) else (ref,), special)
@@ -116,7 +116,7 @@ def _captured(
     name: str, rows: int, cols: int, dtype: str, seed: int, strided: bool
 ) -> tuple[list[Any], list[torch.Tensor]]:
     torch.manual_seed(seed)
-    target = load_target(str(ROOT / "examples" / f"{name}.py"))
+    target = load_entry(str(ROOT / "examples" / f"{name}.py"))
     tdt = TORCH_DTYPES[dtype]
     if target.example_inputs:
         inputs = list(target.example_inputs((rows, cols), tdt))
@@ -129,7 +129,7 @@ def _captured(
 
 @functools.cache
 def example(name: str, rows: int, cols: int, dtype: str = "bf16", seed: int = 0, strided: bool = False) -> Example:
-    target = load_target(str(ROOT / "examples" / f"{name}.py"))
+    target = load_entry(str(ROOT / "examples" / f"{name}.py"))
     kernels, inputs = _captured(name, rows, cols, dtype, seed, strided)
     (captured,) = kernels
     assert isinstance(captured.result, Lowered), captured.result

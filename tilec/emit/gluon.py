@@ -31,8 +31,9 @@ from tilec.ir.dtypes import DType
 from tilec.ir.expr import evaluate
 from tilec.ir.layouts import BlockedLayout, Layout, NVMMASharedLayout, SliceLayout, SwizzledSharedLayout
 from tilec.ir.printer import layout_aliases
+from tilec.ir.target import DEFAULT
 from tilec.ir.types import MBarrierType, PointerType, SharedBufferType, TensorDescType, TileType
-from tilec.ir.verify import H100_SMEM_BYTES, verify
+from tilec.ir.verify import verify
 
 RESERVED = {
     "launch",
@@ -106,7 +107,7 @@ class GluonEmitter(PythonEmitter):
     L = "gl"
     target = "Gluon"
 
-    def __init__(self, kernel: Kernel, smem_budget: int = H100_SMEM_BYTES) -> None:
+    def __init__(self, kernel: Kernel, smem_budget: int = DEFAULT.smem_per_block) -> None:
         require_planned(kernel, "Gluon")
         verify(kernel, smem_budget)
         super().__init__(kernel, RESERVED)

@@ -34,28 +34,30 @@ import torch
 
 from tilec.frontend.lower import lower
 from tilec.frontend.result import Lowered, Unsupported
+from tilec.ir.target import H100 as TARGET
 
+# the device properties of the GPU faked without one (figures the target does not hold: an H100's)
 H100 = types.SimpleNamespace(
-    name="NVIDIA H100 80GB HBM3",
-    major=9,
-    minor=0,
-    multi_processor_count=132,
+    name=TARGET.name,
+    major=TARGET.capability[0],
+    minor=TARGET.capability[1],
+    multi_processor_count=TARGET.sm_count,
     total_memory=85045395456,
     is_integrated=0,
     is_multi_gpu_board=0,
     max_threads_per_multi_processor=2048,
-    max_threads_per_block=1024,
-    regs_per_multiprocessor=65536,
-    gcnArchName="NVIDIA H100 80GB HBM3",
-    warp_size=32,
+    max_threads_per_block=TARGET.max_threads_per_block,
+    regs_per_multiprocessor=TARGET.registers_per_sm,
+    gcnArchName=TARGET.name,
+    warp_size=TARGET.warp_size,
     uuid="00000000-0000-0000-0000-000000000000",
-    L2_cache_size=50 * 1024 * 1024,
+    L2_cache_size=TARGET.l2_bytes,
     clock_rate=1980000,
     memory_clock_rate=2619000,
     memory_bus_width=5120,
     shared_memory_per_block=49152,
-    shared_memory_per_block_optin=232448,
-    shared_memory_per_multiprocessor=233472,
+    shared_memory_per_block_optin=TARGET.smem_per_block,
+    shared_memory_per_multiprocessor=TARGET.smem_per_sm,
 )
 FAKE_BACKEND_HASH = "TILEC_FAKE_H100_BACKEND_HASH"
 
@@ -176,7 +178,7 @@ def _cuda_functions() -> dict[str, Any]:
         "get_device_name": lambda device=None: props.name,
         "is_bf16_supported": lambda including_emulation=True: True,
         "synchronize": lambda device=None: None,
-        "get_arch_list": lambda: ["sm_90"],
+        "get_arch_list": lambda: [TARGET.arch],
         "_is_compiled": lambda: True,
         "_lazy_init": lambda: None,
         "_exchange_device": lambda device: 0,

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torch._inductor.ops_handler import DefaultHandler
 
 from tilec.frontend.dtypes import compute_dtype, promote, to_tilec
-from tilec.frontend.emitter import TV, PendingReduction
+from tilec.frontend.logical import TV, LogicalBuilder, PendingReduction
 from tilec.frontend.reasons import (
     ATOMIC_STORE,
     INDIRECT_INDEXING,
@@ -30,8 +30,23 @@ from tilec.frontend.reasons import (
 )
 from tilec.ir.dtypes import DType, f32, i1
 
-if TYPE_CHECKING:
-    from tilec.frontend.lower import KernelBuilder
+
+class KernelSink(Protocol):
+    """What the handler needs of the kernel being built (`tilec.frontend.lower.KernelBuilder`):
+    memory, index and reduction ops, which know the kernel's buffers and index variables."""
+
+    lb: LogicalBuilder
+
+    def load(self, name: str, index: Any) -> TV: ...
+
+    def store(self, name: str, index: Any, value: TV) -> None: ...
+
+    def store_reduction(self, name: str, index: Any, value: Any) -> None: ...
+
+    def note_reduction(self, rtype: str) -> None: ...
+
+    def index(self, expr: Any, dtype: DType) -> TV: ...
+
 
 # Inductor op → (tile op, operand class): "float" ops cast integer operands to f32 first.
 _UNARY = {
@@ -77,9 +92,9 @@ Operand = TV | PendingReduction | bool | int | float
 class TileOpsHandler(DefaultHandler):
     """Receives every op of a LoopBody replay and builds the matching tile IR."""
 
-    def __init__(self, kb: KernelBuilder) -> None:
+    def __init__(self, kb: KernelSink) -> None:
         self.kb = kb
-        self.em = kb.em
+        self.lb = kb.lb
 
     # -- dispatch
 
@@ -96,7 +111,7 @@ class TileOpsHandler(DefaultHandler):
             return self._compare(_COMPARE[name], *args)
         if name in _LOGICAL:
             a, b = (self._bool(x) for x in args)
-            return self.em.elementwise(_LOGICAL[name], [a, b], hint=name.split("_")[1])
+            return self.lb.elementwise(_LOGICAL[name], [a, b], hint=name.split("_")[1])
         if name in _RANDOM:
             raise UnsupportedError(RANDOM)
         raise UnsupportedError(unsupported_op(name))
@@ -107,7 +122,7 @@ class TileOpsHandler(DefaultHandler):
         if isinstance(x, TV):
             return x
         if isinstance(x, PendingReduction):
-            return self.em.resolve(x)  # Unsupported while its loop is still open
+            return self.lb.resolve(x)  # Unsupported while its loop is still open
         if isinstance(x, (bool, int, float)):
             dtype = like or (i1 if isinstance(x, bool) else f32 if isinstance(x, float) else DType("i64"))
             if dtype.is_int and not dtype.is_bool and isinstance(x, float):
@@ -115,7 +130,7 @@ class TileOpsHandler(DefaultHandler):
                     dtype = f32
                 else:
                     x = int(x)
-            return self.em.const(x, dtype)
+            return self.lb.const(x, dtype)
         raise UnsupportedError(unsupported_op(f"operand of type {type(x).__name__}"))
 
     def _pair(self, a: Any, b: Any) -> tuple[TV, TV]:
@@ -126,31 +141,31 @@ class TileOpsHandler(DefaultHandler):
         if tb is None:
             tb = self.tv(b, ta.dtype)
         dt = promote(ta.dtype, tb.dtype)
-        return self.em.cast(ta, dt), self.em.cast(tb, dt)
+        return self.lb.cast(ta, dt), self.lb.cast(tb, dt)
 
     def _float(self, t: TV) -> TV:
-        return t if t.dtype.is_float else self.em.cast(t, f32)
+        return t if t.dtype.is_float else self.lb.cast(t, f32)
 
     def _bool(self, x: Any) -> TV:
         t = self.tv(x, i1)
         if t.dtype.is_bool:
             return t
-        return self.em.elementwise("tile.cmp", [t, self.em.const(0, t.dtype)], dtype=i1, hint="cmp", predicate="ne")
+        return self.lb.elementwise("tile.cmp", [t, self.lb.const(0, t.dtype)], dtype=i1, hint="cmp", predicate="ne")
 
     def _unary(self, name: str, x: Any) -> TV:
         op, cls = _UNARY[name]
         t = self.tv(x)
         if cls == "float":
             t = self._float(t)
-        return self.em.elementwise(op, [t], hint=name)
+        return self.lb.elementwise(op, [t], hint=name)
 
     def _binary(self, op: str, a: Any, b: Any) -> TV:
         ta, tb = self._pair(a, b)
-        return self.em.elementwise(op, [ta, tb])
+        return self.lb.elementwise(op, [ta, tb])
 
     def _compare(self, predicate: str, a: Any, b: Any) -> TV:
         ta, tb = self._pair(a, b)
-        return self.em.elementwise("tile.cmp", [ta, tb], dtype=i1, hint="cmp", predicate=predicate)
+        return self.lb.elementwise("tile.cmp", [ta, tb], dtype=i1, hint="cmp", predicate=predicate)
 
     # -- constants, casts, selection
 
@@ -162,14 +177,14 @@ class TileOpsHandler(DefaultHandler):
             value = float(value)
         else:
             value = int(value)
-        return self.em.const(value, dt)
+        return self.lb.const(value, dt)
 
     def op_to_dtype(self, x: Any, dtype: torch.dtype, src_dtype: Any = None, use_compute_types: bool = True) -> TV:
         # use_compute_types=False is a rounding Inductor asks for (emulate_precision_casts, a saved
         # low-precision output): the value really becomes fp16/bf16; otherwise bf16 stays f32
         dt = to_tilec(dtype) if not use_compute_types else compute_dtype(to_tilec(dtype))
         t = self.tv(x, dt)
-        return self.em.cast(t, dt)
+        return self.lb.cast(t, dt)
 
     def op_to_dtype_bitcast(self, x: Any, dtype: torch.dtype, src_dtype: Any = None) -> TV:
         dt = to_tilec(dtype)
@@ -178,7 +193,7 @@ class TileOpsHandler(DefaultHandler):
             return t
         if t.dtype.bits != dt.bits:
             raise UnsupportedError(unsupported_op("to_dtype_bitcast"))
-        return self.em.cast(self.em.emit("tile.bitcast", [t], t.dims, dt, "bitcast"), compute_dtype(dt))
+        return self.lb.cast(self.lb.emit("tile.bitcast", [t], t.dims, dt, "bitcast"), compute_dtype(dt))
 
     def op_identity(self, x: Any) -> TV:
         return self.tv(x)
@@ -186,68 +201,68 @@ class TileOpsHandler(DefaultHandler):
     def op_where(self, cond: Any, a: Any, b: Any) -> TV:
         c = self._bool(cond)
         ta, tb = self._pair(a, b)
-        return self.em.elementwise("tile.where", [c, ta, tb], hint="where")
+        return self.lb.elementwise("tile.where", [c, ta, tb], hint="where")
 
     def op_logical_not(self, x: Any) -> TV:
-        return self.em.elementwise("tile.not", [self._bool(x)], hint="not")
+        return self.lb.elementwise("tile.not", [self._bool(x)], hint="not")
 
     # -- arithmetic that needs more than one tile op
 
     def op_truediv(self, a: Any, b: Any) -> TV:
         ta, tb = self._pair(a, b)
-        return self.em.elementwise("tile.div", [self._float(ta), self._float(tb)])
+        return self.lb.elementwise("tile.div", [self._float(ta), self._float(tb)])
 
     def op_reciprocal(self, x: Any) -> TV:
         t = self._float(self.tv(x))
-        return self.em.elementwise("tile.div", [self.em.const(1.0, t.dtype), t], hint="recip")
+        return self.lb.elementwise("tile.div", [self.lb.const(1.0, t.dtype), t], hint="recip")
 
     def op_square(self, x: Any) -> TV:
         t = self.tv(x)
-        return self.em.elementwise("tile.mul", [t, t], hint="square")
+        return self.lb.elementwise("tile.mul", [t, t], hint="square")
 
     def op_relu(self, x: Any) -> TV:
         t = self.tv(x)
-        return self.em.elementwise("tile.maximum", [t, self.em.const(0, t.dtype)], hint="relu")
+        return self.lb.elementwise("tile.maximum", [t, self.lb.const(0, t.dtype)], hint="relu")
 
     def op_pow(self, a: Any, b: Any) -> TV:
         ta, tb = self._pair(a, b)
-        return self.em.elementwise("tile.pow", [self._float(ta), self._float(tb)])
+        return self.lb.elementwise("tile.pow", [self._float(ta), self._float(tb)])
 
     def op_fma(self, a: Any, b: Any, c: Any) -> TV:
         ta, tb = self._pair(a, b)
-        tc = self.em.cast(self.tv(c, ta.dtype), ta.dtype)
-        return self.em.elementwise("tile.fma", [ta, tb, tc])
+        tc = self.lb.cast(self.tv(c, ta.dtype), ta.dtype)
+        return self.lb.elementwise("tile.fma", [ta, tb, tc])
 
     def _floor_fix(self, q: TV, r: TV, b: TV, fixed: TV) -> TV:
         """`fixed` where r != 0 and r, b have opposite signs (Python semantics), else `q`."""
-        em = self.em
-        zero = em.const(0, r.dtype)
-        nonzero = em.elementwise("tile.cmp", [r, zero], dtype=i1, hint="cmp", predicate="ne")
-        rneg = em.elementwise("tile.cmp", [r, zero], dtype=i1, hint="cmp", predicate="lt")
-        bneg = em.elementwise("tile.cmp", [b, zero], dtype=i1, hint="cmp", predicate="lt")
-        differ = em.elementwise("tile.xor", [rneg, bneg], hint="xor")
-        return em.elementwise(
-            "tile.where", [em.elementwise("tile.and", [nonzero, differ], hint="and"), fixed, q], hint="where"
+        lb = self.lb
+        zero = lb.const(0, r.dtype)
+        nonzero = lb.elementwise("tile.cmp", [r, zero], dtype=i1, hint="cmp", predicate="ne")
+        rneg = lb.elementwise("tile.cmp", [r, zero], dtype=i1, hint="cmp", predicate="lt")
+        bneg = lb.elementwise("tile.cmp", [b, zero], dtype=i1, hint="cmp", predicate="lt")
+        differ = lb.elementwise("tile.xor", [rneg, bneg], hint="xor")
+        return lb.elementwise(
+            "tile.where", [lb.elementwise("tile.and", [nonzero, differ], hint="and"), fixed, q], hint="where"
         )
 
     def op_floordiv(self, a: Any, b: Any) -> TV:
         ta, tb = self._pair(a, b)
         if ta.dtype.is_float:
-            return self.em.elementwise("tile.floor", [self.em.elementwise("tile.div", [ta, tb])])
-        q = self.em.elementwise("tile.div", [ta, tb])
-        r = self.em.elementwise("tile.rem", [ta, tb])
-        return self._floor_fix(q, r, tb, self.em.elementwise("tile.sub", [q, self.em.const(1, q.dtype)]))
+            return self.lb.elementwise("tile.floor", [self.lb.elementwise("tile.div", [ta, tb])])
+        q = self.lb.elementwise("tile.div", [ta, tb])
+        r = self.lb.elementwise("tile.rem", [ta, tb])
+        return self._floor_fix(q, r, tb, self.lb.elementwise("tile.sub", [q, self.lb.const(1, q.dtype)]))
 
     def op_remainder(self, a: Any, b: Any) -> TV:
         ta, tb = self._pair(a, b)
-        r = self.em.elementwise("tile.rem", [ta, tb])
-        return self._floor_fix(r, r, tb, self.em.elementwise("tile.add", [r, tb]))
+        r = self.lb.elementwise("tile.rem", [ta, tb])
+        return self._floor_fix(r, r, tb, self.lb.elementwise("tile.add", [r, tb]))
 
     # -- memory, indices, reductions
 
     def op_load(self, name: str, index: Any) -> TV:
         value = self.kb.load(name, index)
-        return self.em.cast(value, compute_dtype(value.dtype), hint="wide")
+        return self.lb.cast(value, compute_dtype(value.dtype), hint="wide")
 
     def op_store(self, name: str, index: Any, value: Any, mode: Any = None) -> None:
         if mode is not None:
@@ -260,7 +275,7 @@ class TileOpsHandler(DefaultHandler):
     def op_reduction(self, dtype: torch.dtype, src_dtype: torch.dtype, reduction_type: str, value: Any) -> Any:
         if isinstance(value, tuple):
             raise UnsupportedError(SPLIT_REDUCTION_PARTIALS)
-        outs = self.em.reduce(reduction_type, self.tv(value), compute_dtype(to_tilec(dtype)))
+        outs = self.lb.reduce(reduction_type, self.tv(value), compute_dtype(to_tilec(dtype)))
         self.kb.note_reduction(reduction_type)
         return outs if len(outs) > 1 else outs[0]
 
@@ -271,16 +286,16 @@ class TileOpsHandler(DefaultHandler):
 
     def op_masked(self, mask: Any, body: Callable[[], Any], other: Any) -> TV:
         cond = self._bool(mask)
-        self.em.conditions.append(cond)
+        self.lb.conditions.append(cond)
         try:
             result = body()
         finally:
-            self.em.conditions.pop()
+            self.lb.conditions.pop()
         if not isinstance(result, TV):
             raise UnsupportedError(MASKED_BODY)
         fill = self.tv(other, result.dtype)
-        fill = self.em.cast(fill, result.dtype)
-        return self.em.elementwise("tile.where", [cond, result, fill], hint="masked")
+        fill = self.lb.cast(fill, result.dtype)
+        return self.lb.elementwise("tile.where", [cond, result, fill], hint="masked")
 
     def op_indirect_indexing(self, *args: Any, **kwargs: Any) -> Any:
         raise UnsupportedError(INDIRECT_INDEXING)

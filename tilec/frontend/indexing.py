@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from tilec.frontend.emitter import TV, Emitter
+from tilec.frontend.logical import TV, LogicalBuilder
 from tilec.frontend.reasons import (
     DYNAMIC_SHAPE,
     INDIRECT_INDEXING,
@@ -104,8 +104,8 @@ def _check_nonnegative(form: AffineForm) -> None:
 class IndexTranslator:
     """Emits the integer tile of an index expression, in the kernel's index dtype."""
 
-    def __init__(self, em: Emitter, lookup: VarLookup) -> None:
-        self.em = em
+    def __init__(self, lb: LogicalBuilder, lookup: VarLookup) -> None:
+        self.lb = lb
         self.lookup = lookup
 
     def is_var(self, sym: sympy.Symbol) -> bool:
@@ -116,11 +116,11 @@ class IndexTranslator:
 
     def __call__(self, expr: sympy.Expr, dtype: DType | None = None) -> TV:
         out = self.emit_form(self.form(expr))
-        return self.em.cast(out, dtype) if dtype is not None else out
+        return self.lb.cast(out, dtype) if dtype is not None else out
 
     def emit_form(self, form: AffineForm) -> TV:
-        em = self.em
-        idt = em.index_dtype
+        lb = self.lb
+        idt = lb.index_dtype
         # x-only terms first, then the constant, then the terms that vary along r
         parts: list[tuple[int, TV | None]] = [(c, self.term(t)) for c, t in form.terms]
         parts.sort(key=lambda p: p[1] is not None and "r" in p[1].dims)
@@ -130,30 +130,30 @@ class IndexTranslator:
         acc: TV | None = None
         for c, t in parts:
             if t is None:  # the constant
-                term = em.const(c if acc is None else abs(c), idt)
+                term = lb.const(c if acc is None else abs(c), idt)
             elif acc is None:
-                term = t if c == 1 else em.elementwise("tile.mul", [t, em.const(c, idt)], hint="idx")
+                term = t if c == 1 else lb.elementwise("tile.mul", [t, lb.const(c, idt)], hint="idx")
             else:
-                term = t if abs(c) == 1 else em.elementwise("tile.mul", [t, em.const(abs(c), idt)], hint="idx")
+                term = t if abs(c) == 1 else lb.elementwise("tile.mul", [t, lb.const(abs(c), idt)], hint="idx")
             if acc is None:
                 acc = term
             else:
-                acc = em.elementwise("tile.add" if c > 0 else "tile.sub", [acc, term], hint="offs")
-        return acc if acc is not None else em.const(0, idt)
+                acc = lb.elementwise("tile.add" if c > 0 else "tile.sub", [acc, term], hint="offs")
+        return acc if acc is not None else lb.const(0, idt)
 
     def term(self, t: sympy.Expr) -> TV:
         from torch.utils._sympy.functions import FloorDiv, ModularIndexing
 
-        em = self.em
+        lb = self.lb
         if isinstance(t, sympy.Symbol):
             v = self.lookup(t)
             assert v is not None
             return v
         inner = self.emit_form(self.form(t.args[0]))
         if isinstance(t, FloorDiv):
-            return em.elementwise("tile.div", [inner, em.const(int(t.args[1]), em.index_dtype)], hint="idx")
+            return lb.elementwise("tile.div", [inner, lb.const(int(t.args[1]), lb.index_dtype)], hint="idx")
         assert isinstance(t, ModularIndexing)
         div, mod = int(t.args[1]), int(t.args[2])
         if div != 1:
-            inner = em.elementwise("tile.div", [inner, em.const(div, em.index_dtype)], hint="idx")
-        return em.elementwise("tile.rem", [inner, em.const(mod, em.index_dtype)], hint="idx")
+            inner = lb.elementwise("tile.div", [inner, lb.const(div, lb.index_dtype)], hint="idx")
+        return lb.elementwise("tile.rem", [inner, lb.const(mod, lb.index_dtype)], hint="idx")

@@ -26,9 +26,9 @@ from typing import Any
 
 import sympy
 
-from tilec.frontend.emitter import TV, Emitter, PendingReduction
 from tilec.frontend.handler import TileOpsHandler
 from tilec.frontend.indexing import IndexTranslator
+from tilec.frontend.logical import TV, LogicalBuilder, PendingReduction
 from tilec.frontend.reasons import (
     CANNOT_SPLIT_RANGES,
     DYNAMIC_SHAPE,
@@ -140,16 +140,16 @@ class KernelBuilder:
         self.nodes = nodes
         self.index_dtype = self._index_dtype(numel * rnumel)
         name = sanitize_name(self.name) if self.name else kernel_name_for(self.node_schedule, reduction)
-        self.em = Emitter(name, numel, rnumel, reduction, self.index_dtype)
+        self.lb = LogicalBuilder(name, numel, rnumel, reduction, self.index_dtype)
         self.ikernel = _helper_kernel(self.features, numel, rnumel)
         self.kargs = self.ikernel.args
-        self.translate = IndexTranslator(self.em, self._lookup)
+        self.translate = IndexTranslator(self.lb, self._lookup)
         with V.set_kernel_handler(self.ikernel):
             self._decide_inplace()
             self._replay(DisableReduction, EnableReduction)
         self._finish()
         return Lowered(
-            kernel=self.em.kernel,
+            kernel=self.lb.kernel,
             args=self._args(),
             numel=numel,
             rnumel=rnumel,
@@ -180,21 +180,21 @@ class KernelBuilder:
         from torch._inductor.sizevars import SimplifyIndexing
         from torch._inductor.virtualized import V
 
-        k, em = self.ikernel, self.em
+        k, lb = self.ikernel, self.lb
         saved = k.inside_reduction
         inside = self.reduction
         try:
             for item in self.node_schedule:
                 if item is disable:
-                    if em.loop is not None:
-                        em.close_loop()
+                    if lb.loop is not None:
+                        lb.close_loop()
                     inside = False
                     continue
                 if item is enable:
                     inside = self.reduction
                     continue
-                if inside and em.loop is None:
-                    em.open_loop()
+                if inside and lb.loop is None:
+                    lb.open_loop()
                 k.inside_reduction = inside if self.reduction else saved
                 try:
                     index_vars = k.split_and_set_ranges(item.get_ranges())
@@ -205,8 +205,8 @@ class KernelBuilder:
                 handler = TileOpsHandler(self)
                 with V.set_ops_handler(SimplifyIndexing(handler, item.ranges_from_index_vars(index_vars))):
                     item._body(*index_vars)
-            if em.loop is not None:
-                em.close_loop()
+            if lb.loop is not None:
+                lb.close_loop()
         finally:
             k.inside_reduction = saved
 
@@ -219,7 +219,7 @@ class KernelBuilder:
         prefix = "x" if entry.prefix == "x" else "r" if entry.prefix.startswith("r") else None
         if prefix is None:
             return None
-        return self.em.index_var(entry.name, prefix, int(entry.divisor), int(entry.length), int(entry.root.numel))
+        return self.lb.index_var(entry.name, prefix, int(entry.divisor), int(entry.length), int(entry.root.numel))
 
     def _is_root(self, sym: str, prefix: str) -> bool:
         for s, entry in self.ikernel.range_tree_nodes.items():
@@ -279,8 +279,8 @@ class KernelBuilder:
             if not self._same_index(rec.index, index):
                 raise UnsupportedError(RELOAD_OTHER_INDEX)
             if isinstance(rec.value, PendingReduction):
-                return self.em.resolve(rec.value)
-            if rec.value.loop is None or rec.value.loop is self.em.loop:
+                return self.lb.resolve(rec.value)
+            if rec.value.loop is None or rec.value.loop is self.lb.loop:
                 return rec.value
             self.must_keep.add(name)  # written in an earlier loop: read it back from memory
         if _passed_by_value(name):
@@ -288,14 +288,14 @@ class KernelBuilder:
         param = self.kargs.input(name)
         self._note_access(param, "load", index)
         offsets = self.translate(index)
-        value = self.em.load(param, self._dtype(name), offsets)
+        value = self.lb.load(param, self._dtype(name), offsets)
         self.load_info.setdefault(id(value.value), (self._broadcast(index, offsets), self.accesses[-1].strides))
         return value
 
     def _broadcast(self, index: sympy.Expr, offsets: TV) -> bool:
         """Whether a load reads the same element for several iterations (stock codegen's
         `is_broadcasted`): a weight in a row loop, a per-row value, a bias in a pointwise kernel."""
-        if self.em.loop is not None:
+        if self.lb.loop is not None:
             return offsets.dims != "xr"
         if self.reduction:
             return offsets.dims != "x"
@@ -304,12 +304,12 @@ class KernelBuilder:
     def _evictions(self) -> None:
         """Inductor's cache hints: evict_last for data read again (broadcast or non-coalesced
         loads, and a row read again by a later loop), evict_first for a row's last read."""
-        loads = [op for op in self.em.kernel.walk() if isinstance(op, LoadOp)]
+        loads = [op for op in self.lb.kernel.walk() if isinstance(op, LoadOp)]
         for i, op in enumerate(loads):
             broadcast, strides = self.load_info.get(id(op.result), (False, ()))
             if broadcast or not any(c == 1 for _, c in strides):
                 op.attributes["eviction"] = "evict_last"
-            elif self.reduction and op.parent is not self.em.kernel.body:  # in a loop
+            elif self.reduction and op.parent is not self.lb.kernel.body:  # in a loop
                 again = any(later.operands[0] is op.operands[0] for later in loads[i + 1 :])
                 op.attributes["eviction"] = "evict_last" if again else "evict_first"
 
@@ -328,7 +328,7 @@ class KernelBuilder:
     def store(self, name: str, index: sympy.Expr, value: TV) -> None:
         param = self._begin_store(name, index, value)
         if param is not None:
-            op = self.em.store(param, self._dtype(name), self.translate(self.simplify(index)), value)
+            op = self.lb.store(param, self._dtype(name), self.translate(self.simplify(index)), value)
             self.store_ops.append((name, op))
 
     def store_reduction(self, name: str, index: sympy.Expr, value: Any) -> None:
@@ -341,7 +341,7 @@ class KernelBuilder:
         offsets, dtype, loop = self.translate(self.simplify(index)), self._dtype(name), value.loop
 
         def finish(final: TV) -> None:
-            self.store_ops.append((name, self.em.store(param, dtype, offsets, final)))
+            self.store_ops.append((name, self.lb.store(param, dtype, offsets, final)))
 
         loop.pending_stores.append((finish, value))
 
@@ -381,7 +381,7 @@ class KernelBuilder:
                 op.erase()
                 erased = True
         if erased:
-            self.em.erase_dead()
+            self.lb.erase_dead()
         self._evictions()
         self._order_params()
 
@@ -402,7 +402,7 @@ class KernelBuilder:
         return out
 
     def _order_params(self) -> None:
-        kernel = self.em.kernel
+        kernel = self.lb.kernel
         used: set[int] = set()
         for op in kernel.walk():
             used.update(id(v) for v in op.operands)
@@ -416,7 +416,7 @@ class KernelBuilder:
         kernel.param_attrs = [{} for _ in kernel.body.args]
 
     def _args(self) -> list[KernelArg]:
-        kernel = self.em.kernel
+        kernel = self.lb.kernel
         reads: set[int] = set()
         writes: set[int] = set()
         for op in kernel.walk():

@@ -39,7 +39,7 @@ from tilec import config as cfg
 from tilec.ir.errors import error_line
 
 if TYPE_CHECKING:
-    from tilec.inductor.hook import Plan
+    from tilec.inductor.build import KernelBuild
 
 log = logging.getLogger("tilec")
 
@@ -196,7 +196,7 @@ def random_args(lowered: Any, device: Any) -> list[Any]:
     return out
 
 
-def _time_plan(plan: Plan, args: list[Any]) -> float:
+def _time_plan(plan: KernelBuild, args: list[Any]) -> float:
     from tilec.runtime.launch import load_kernel
     from tilec.runtime.timing import device_ms
 
@@ -238,7 +238,7 @@ def pick(ms: dict[str, float]) -> str:
 
 
 def tune(
-    scheduling: Any, features: Any, lowered: Any, device: Any, cands: list[str], plan_for: Callable[[str], Plan]
+    scheduling: Any, features: Any, lowered: Any, device: Any, cands: list[str], plan_for: Callable[[str], KernelBuild]
 ) -> Tuned | None:
     """The fastest candidate on `device` (from the disk cache, or timed now), or None where too few
     could be timed to choose (the caller falls back to the chooser's rules)."""
@@ -250,7 +250,7 @@ def tune(
 
 
 def _tune(
-    scheduling: Any, features: Any, lowered: Any, device: Any, cands: list[str], plan_for: Callable[[str], Plan]
+    scheduling: Any, features: Any, lowered: Any, device: Any, cands: list[str], plan_for: Callable[[str], KernelBuild]
 ) -> Tuned | None:
     k = key(lowered, cands)
     found = _load(k, cands)

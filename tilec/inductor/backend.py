@@ -5,7 +5,7 @@ it works right after `pip install`, without importing tilec first. It registers 
 CUDA, and for the CPU where Triton's interpreter is active; idempotent) and compiles with Inductor,
 with `mode` and `options` applied as `backend="inductor"` applies them, and with tilec applied to
 this compilation's graphs only: Inductor's compile of each graph, the forward and the backward
-AOT autograd compiles at the first backward call, runs inside `install.scope()`. Another
+AOT autograd compiles at the first backward call, runs inside `registry.scope()`. Another
 `torch.compile` with the default backend stays stock, unless `tilec.install()` applies tilec to
 every graph.
 """
@@ -22,7 +22,7 @@ def tilec_backend(gm: Any, example_inputs: Any, mode: str | None = None, options
     import torch
     from torch._inductor import compile_fx
 
-    from tilec.inductor.install import register, scope
+    from tilec.inductor.registry import register, scope
     from tilec.runtime import interpreter_active
 
     register(cpu=interpreter_active())
@@ -37,7 +37,7 @@ def _inner_compile(*args: Any, **kwargs: Any) -> Any:
     autograd compiles at the first backward call, after `tilec_backend` has returned."""
     from torch._inductor import compile_fx
 
-    from tilec.inductor.install import scope
+    from tilec.inductor.registry import scope
 
     with scope():
         return compile_fx.compile_fx_inner(*args, **kwargs)

@@ -88,21 +88,21 @@ def example_inputs(spec: str, shape: tuple[int, ...], dtype: Any, device: str, s
     """The function of `examples/<spec>` and random inputs for it on `device`."""
     import torch
 
-    from tilec.frontend.dump import load_target
+    from tilec.frontend.entry import load_entry
 
     root = examples_dir()
     if root is None:
         raise FileNotFoundError("the examples/ folder of the tilec repository is not next to this installation")
     file, _, func = spec.partition(":")
-    target = load_target(str(root / f"{file}.py") + (f":{func}" if func else ""))
+    entry = load_entry(str(root / f"{file}.py") + (f":{func}" if func else ""))
     torch.manual_seed(seed)
     with torch.device(device):
-        if target.example_inputs is None:
+        if entry.example_inputs is None:
             inputs = [torch.randn(shape, dtype=dtype)]
         else:
-            made = target.example_inputs(shape, dtype)
+            made = entry.example_inputs(shape, dtype)
             inputs = [made] if isinstance(made, torch.Tensor) else list(made)
-    return target.func, inputs
+    return entry.func, inputs
 
 
 def check_example(spec: str, shape: tuple[int, ...], dtype: Any, device: str) -> CheckResult:

@@ -9,11 +9,10 @@ from tilec.ir.layouts import BlockedLayout, NVMMASharedLayout, SliceLayout, Swiz
 from tilec.ir.parser import parse, parse_file
 from tilec.ir.printer import print_kernel, print_module
 from tilec.ir.types import MBarrierType, PointerType, SharedBufferType, TensorDescType, TileType
-from tilec.ir.verify import H100_SMEM_BYTES, verify
+from tilec.ir.verify import verify
 
 __all__ = [
     "ALL_DTYPES",
-    "H100_SMEM_BYTES",
     "OPS",
     "Block",
     "BlockArg",

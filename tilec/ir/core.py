@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from tilec.ir.dtypes import DType, Type
 from tilec.ir.errors import Location, VerifyError
 from tilec.ir.expr import Expr, IntExpr
+from tilec.ir.formatting import format_attr
 
 # ---------------------------------------------------------------------------------------------
 # Values
@@ -109,8 +110,6 @@ class Attr:
 
 def format_attr_value(v: Any) -> str:
     """Text form of an attribute value (shared by the printer and by messages)."""
-    from tilec.ir.printer import format_attr
-
     return format_attr(v)
 
 

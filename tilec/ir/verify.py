@@ -25,6 +25,7 @@ from tilec.ir.core import Block, BlockArg, Kernel, Module, Operation, OpResult, 
 from tilec.ir.dtypes import DType, Type
 from tilec.ir.errors import TilecError, VerifyError
 from tilec.ir.expr import Expr, IntExpr, evaluate, free_symbols
+from tilec.ir.formatting import format_type
 from tilec.ir.ops import (
     ForOp,
     IfOp,
@@ -38,16 +39,15 @@ from tilec.ir.ops import (
     WarpSpecializeOp,
     YieldOp,
 )
-from tilec.ir.printer import format_type
+from tilec.ir.target import DEFAULT
 from tilec.ir.types import MBarrierType, PointerType, SharedBufferType, TensorDescType, TileType
 
-H100_SMEM_BYTES = 232_448  # per CTA, opt-in maximum on H100 and H200
 MBARRIER_BYTES = 8
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED = frozenset({"inf", "nan", "true", "false", "num_sms"})
 
 
-def verify(target: Module | Kernel, smem_budget: int = H100_SMEM_BYTES) -> None:
+def verify(target: Module | Kernel, smem_budget: int = DEFAULT.smem_per_block) -> None:
     """Raises VerifyError (located at the offending op where there is one) on the first broken rule."""
     kernels = target.kernels if isinstance(target, Module) else [target]
     for kernel in kernels:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from tilec.ir.core import Block, Kernel, Module, Operation, replace_uses
-from tilec.ir.printer import format_attr
+from tilec.ir.formatting import format_attr
 from tilec.passes.base import Pass, register
 
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from tilec.ir.core import Module
 from tilec.ir.errors import TilecError
 from tilec.ir.printer import print_module
-from tilec.ir.verify import H100_SMEM_BYTES, verify
+from tilec.ir.target import DEFAULT
+from tilec.ir.verify import verify
 from tilec.passes.base import Pass, PipelineError, make_pass
 
 # Named pipelines expand in place; they are filled in by tilec.passes.pipelines.
@@ -79,7 +80,7 @@ class PassTiming:
 class PassManager:
     passes: Sequence[Pass]
     verify_each: bool = True
-    smem_budget: int = H100_SMEM_BYTES
+    smem_budget: int = DEFAULT.smem_per_block
     print_after_all: Callable[[str], None] | None = None
     timings: list[PassTiming] = field(default_factory=list)
 

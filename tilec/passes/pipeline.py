@@ -45,11 +45,14 @@ from tilec.ir.ops import (
     TmaLoadOp,
     WarpSpecializeOp,
 )
+from tilec.ir.target import DEFAULT
 from tilec.ir.types import MBarrierType, SharedBufferType, TensorDescType
 from tilec.passes.affine import affine
 from tilec.passes.base import Pass, register
 from tilec.passes.persistent import persistent_loop
 from tilec.passes.rewrite import const_value
+
+RING_HEADROOM = 35 * 1024  # bytes of a block's shared memory the rings leave to the rest (192 KiB on the H100)
 
 
 @dataclass
@@ -312,7 +315,9 @@ class Pipeline(Pass):
     name = "pipeline"
     stages: int = 0  # 0: chosen (resident; under persistent, row blocks enough for inflight_bytes)
     inflight_bytes: int = 65536  # stages=0 under persistent: bytes of copies to keep in flight
-    smem_budget: int = 196608  # stages=0: the rings' shared memory stays below this
+    # stages=0: the rings' shared memory stays below this; the rest of the block's is left to the
+    # other shared buffers (barriers, a second cache) and the compiler's own
+    smem_budget: int = DEFAULT.smem_per_block - RING_HEADROOM
 
     def run(self, module: Module) -> None:
         if self.stages < 0:

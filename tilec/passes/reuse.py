@@ -39,8 +39,8 @@ from tilec.ir.dtypes import DType, i32
 from tilec.ir.expr import evaluate
 from tilec.ir.layouts import NVMMASharedLayout
 from tilec.ir.ops import CmpOp, ForOp, LoadOp, StoreOp
+from tilec.ir.target import DEFAULT
 from tilec.ir.types import MBarrierType, PointerType, SharedBufferType, TensorDescType, TileType
-from tilec.ir.verify import H100_SMEM_BYTES
 from tilec.passes.affine import Affine, affine
 from tilec.passes.base import Pass, register
 from tilec.passes.ranges import trip_count
@@ -408,7 +408,7 @@ class Reuse(Pass):
 
     name = "reuse"
     cache: Literal["auto", "smem", "registers"] = "auto"
-    smem_budget: int = H100_SMEM_BYTES
+    smem_budget: int = DEFAULT.smem_per_block
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:

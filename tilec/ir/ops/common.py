@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from tilec.ir.core import Operation, Value
 from tilec.ir.dtypes import DType, Type, i1
+from tilec.ir.formatting import format_type
 from tilec.ir.layouts import DistributedLayout, SliceLayout
 from tilec.ir.types import Shape, TileType
 
@@ -94,8 +95,6 @@ def check_results(op: Operation, expected: Sequence[Type]) -> None:
         raise op.error(f"has {len(got)} results, expected {len(expected)}")
     for i, (g, e) in enumerate(zip(got, expected)):
         if g != e:
-            from tilec.ir.printer import format_type
-
             raise op.error(f"result {i} has type {format_type(g)}, expected {format_type(e)}")
 
 
@@ -116,6 +115,4 @@ def check_mask(op: Operation, mask: Value, shape_of: Type) -> None:
 
 
 def _fmt(t: Type) -> str:
-    from tilec.ir.printer import format_type
-
     return format_type(t)

@@ -1,5 +1,5 @@
-"""Builds a logical-form kernel op by op: the kernel prologue, reduction loops with their
-accumulators, masks, loads and stores, and elementwise math with explicit broadcasts.
+"""`LogicalBuilder` builds a logical-form kernel op by op: the kernel prologue, reduction loops
+with their accumulators, masks, loads and stores, and elementwise math with explicit broadcasts.
 
 Values are `TV`s: an IR value plus the kernel dimensions it varies along (`dims`: "" for a
 scalar, "x" for a per-row value, "r" for a per-column value, "xr" for both) and the scope it
@@ -128,7 +128,7 @@ class Loop:
     op: ForOp | None = None
 
 
-class Emitter:
+class LogicalBuilder:
     def __init__(self, name: str, numel: int, rnumel: int, reduction: bool, index_dtype: DType) -> None:
         constexprs: dict[str, int | None] = {"XBLOCK": None}
         if reduction:

@@ -1,0 +1,58 @@
+"""The target description: the figures each layer reads from it, and a device's description."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tilec.ir.target import B200, DEFAULT, H100, H200, Target, target_for
+
+
+def test_the_h100_figures() -> None:
+    assert (H100.arch, H100.sm_count, H100.smem_per_block, H100.registers_per_sm) == ("sm_90", 132, 232_448, 65_536)
+    assert H100.tma and H100.clusters and H100.gluon
+    assert DEFAULT is H100  # the chooser's rules were measured there
+
+
+def test_the_h200_has_the_h100s_sms() -> None:
+    assert dataclasses.replace(H200, name=H100.name) == H100
+
+
+@pytest.mark.parametrize(
+    ("capability", "arch", "gluon"), [((9, 0), "sm_90", True), ((10, 0), "sm_100", True), ((8, 0), "sm_80", False)]
+)
+def test_target_for_a_capability(capability: tuple[int, int], arch: str, gluon: bool) -> None:
+    t = target_for(capability, sm_count=7)
+    assert (t.arch, t.gluon, t.sm_count) == (arch, gluon, 7)
+    assert t.tma == gluon and t.clusters == gluon
+
+
+def test_target_for_a_known_capability_keeps_its_figures() -> None:
+    assert target_for((10, 0)) == B200
+    assert target_for((9, 0), smem_per_block=1) == dataclasses.replace(H100, smem_per_block=1)
+
+
+def test_the_layers_read_the_default_target() -> None:
+    """The verifier's and the passes' shared-memory limits come from the target (the same figures as
+    before there was one: 232448 per block, 192 KiB for the pipelining rings on the H100)."""
+    from tilec.emit.gluon import GluonEmitter
+    from tilec.frontend.capture import H100 as FAKE
+    from tilec.ir.verify import verify
+    from tilec.passes.manager import PassManager
+    from tilec.passes.pipeline import RING_HEADROOM, Pipeline
+    from tilec.passes.reuse import Reuse
+
+    budget = DEFAULT.smem_per_block
+    assert verify.__defaults__ == (budget,)
+    assert PassManager([]).smem_budget == Reuse().smem_budget == budget
+    assert GluonEmitter.__init__.__defaults__ == (budget,)
+    assert Pipeline().smem_budget == budget - RING_HEADROOM == 192 * 1024
+    assert (FAKE.multi_processor_count, FAKE.shared_memory_per_block_optin) == (H100.sm_count, H100.smem_per_block)
+
+
+def test_a_target_is_a_value() -> None:
+    t = Target("x", (9, 0), 1, 2, 3, 4)
+    assert t == Target("x", (9, 0), 1, 2, 3, 4) and hash(t) == hash(Target("x", (9, 0), 1, 2, 3, 4))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        t.sm_count = 2  # type: ignore[misc]

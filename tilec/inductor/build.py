@@ -1,0 +1,122 @@
+"""Building a taken kernel: the configured pipelines run on copies of the logical kernel, one per
+emitter, and each variant is emitted. A `KernelBuild` is everything the wrapper bookkeeping
+(`tilec.inductor.wrapper`) writes, decided before Inductor's state changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tilec import config as cfg
+
+# the IR kernel's name until the wrapper names it (replaced in the emitted source)
+PLACEHOLDER = "tilec_kernel_name_placeholder"
+
+
+@dataclass
+class Emitted:
+    """One variant of a taken kernel: its source (named PLACEHOLDER) and launch arguments."""
+
+    kind: str  # "gluon" or "triton"
+    pipeline: str
+    source: str
+    order: list[int]  # run() argument index per parameter of the emitted launch()
+
+
+@dataclass
+class KernelBuild:
+    """A taken kernel: its variants and launch details, everything `commit` writes."""
+
+    lowered: Any  # tilec.frontend.Lowered
+    primary: Emitted
+    fallback: Emitted | None = None
+    tma: list[tuple[int, tuple[int, ...], int]] = field(default_factory=list)
+    device: str = "cuda"
+    stem: str = "triton"  # the kernel's name, less the wrapper's counter
+    tuning: str | None = None  # the autotuner's timings, when it chose
+
+    @property
+    def emitter(self) -> str:
+        return self.primary.kind
+
+    @property
+    def pipeline(self) -> str:
+        return self.primary.pipeline
+
+
+def _pipeline(text: str, pipeline: str) -> Any:
+    from tilec.ir import parse
+    from tilec.passes import run_pipeline
+
+    module = parse(text, "<tilec.inductor>")
+    run_pipeline(module, pipeline)
+    (kernel,) = module.kernels
+    return kernel
+
+
+def _order(kernel: Any, names: list[str], what: str) -> list[int]:
+    from tilec.ir.types import TensorDescType
+
+    order = []
+    for p in kernel.params:
+        if isinstance(p.type, TensorDescType):
+            continue
+        if p.name_hint not in names:
+            raise RuntimeError(f"the {what} kernel has a parameter %{p.name_hint} the wrapper does not pass")
+        order.append(names.index(p.name_hint))
+    return order
+
+
+def _tma_operands(kernel: Any, names: list[str]) -> list[tuple[int, tuple[int, ...], int]]:
+    from tilec.ir.types import TensorDescType
+
+    out = []
+    for p, attrs in zip(kernel.params, kernel.param_attrs):
+        if not isinstance(p.type, TensorDescType):
+            continue
+        strides = tuple(int(s) for s in attrs["strides"])  # static: tilec compiles static shapes
+        out.append((names.index(attrs["source"]), strides, p.type.dtype.bytes))
+    return out
+
+
+def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuild:
+    """Runs the pipelines on copies of the logical kernel and emits each variant. `plan`: options
+    set on the primary emitter's plan pass (the chooser's or the autotuner's plan variant)."""
+    from tilec.emit.triton import emit_triton
+    from tilec.ir import print_kernel
+    from tilec.passes.pipelines import with_plan
+
+    text = print_kernel(lowered.kernel)
+    names = [a.param for a in lowered.args]
+    if any(a.buffer == "?" for a in lowered.args):
+        raise RuntimeError("a kernel parameter has no buffer in the wrapper")
+    key = (text, tuple(names), emitter, plan, cfg.pipelines["triton"], cfg.pipelines["gluon"])
+    built = _built.get(key)
+    if built is None:
+
+        def pipeline_of(kind: str) -> str:  # the plan options apply to the primary emitter only
+            return with_plan(cfg.pipelines[kind], plan) if plan and kind == emitter else cfg.pipelines[kind]
+
+        triton_pipeline = pipeline_of("triton")
+        tk = _pipeline(text, triton_pipeline)
+        triton = Emitted("triton", triton_pipeline, emit_triton(tk).source, _order(tk, names, "Triton"))
+        if emitter == "triton":
+            built = (triton, None, [])
+        else:
+            from tilec.emit.gluon import emit_gluon
+
+            gluon_pipeline = pipeline_of("gluon")
+            gk = _pipeline(text, gluon_pipeline)
+            gluon = Emitted("gluon", gluon_pipeline, emit_gluon(gk).source, _order(gk, names, "Gluon"))
+            built = (gluon, triton, _tma_operands(gk, names))
+        if len(_built) >= 256:
+            _built.clear()
+        _built[key] = built
+    primary, fallback, tma = built
+    return KernelBuild(lowered, primary, fallback, list(tma), device)
+
+
+# logical kernel text and settings -> what build made of it: a model's repeated layers (the same
+# norm in every block) run the pipelines once
+_built: dict[tuple[Any, ...], tuple[Emitted, Emitted | None, list[tuple[int, tuple[int, ...], int]]]] = {}

@@ -1,0 +1,150 @@
+"""Deciding whether tilec takes a kernel, changing nothing in Inductor: the graph-wide reasons to
+leave every kernel to stock Inductor, the emitter this device can run, and per kernel the
+chooser's measured rules or the autotuner's timings (`attempt`).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+from tilec import config as cfg
+from tilec.inductor.build import PLACEHOLDER, KernelBuild, build
+from tilec.inductor.wrapper import name_stem
+from tilec.ir.errors import error_line
+from tilec.ir.target import target_for
+
+log = logging.getLogger("tilec")
+
+# Why a kernel stays with Inductor before tilec looks at it (tests assert these).
+DISABLED = "tilec is disabled (tilec.config.enabled is False, or TILEC_DISABLE=1)"
+CPP_WRAPPER = (
+    "Inductor's C++ wrapper (cpp_wrapper, AOTInductor) calls kernels itself: tilec's launcher needs the Python wrapper"
+)
+FX_WRAPPER = "Inductor's FX wrapper (fx_wrapper) is not supported"
+AUTOTUNE_AT_COMPILE_TIME = "triton.autotune_at_compile_time replays kernel launches tilec does not describe"
+DEBUG_OPTIONS = (
+    "an Inductor debugging option is on (nan_asserts, generate_intermediate_hooks, cpp.enable_kernel_profile)"
+)
+NO_INTERPRETER = "on the CPU tilec runs Triton in its interpreter, which is not active (set TRITON_INTERPRET=1 before Python starts, or call tilec.install(cpu=True) before anything imports triton)"
+GLUON_ON_CPU = (
+    "the Gluon emitter needs a Hopper GPU; on the CPU tilec emits Triton (tilec.config.emitter = 'auto' or 'triton')"
+)
+INTERNAL_ERROR = "tilec failed"
+
+
+def decline_reason(device: Any) -> str | None:
+    """Why no kernel of this graph can be taken, or None."""
+    from torch._inductor import config as ic
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+    from torch._inductor.virtualized import V
+
+    if not cfg.enabled:
+        return DISABLED
+    try:
+        cfg.check()
+    except cfg.ConfigError as e:
+        return str(e)
+    if V.graph.cpp_wrapper or getattr(V.graph, "aot_mode", False):
+        return CPP_WRAPPER
+    if getattr(ic, "fx_wrapper", False) or not isinstance(V.graph.wrapper_code, PythonWrapperCodegen):
+        return FX_WRAPPER
+    if getattr(ic.triton, "autotune_at_compile_time", False):
+        return AUTOTUNE_AT_COMPILE_TIME
+    if ic.nan_asserts or getattr(ic, "generate_intermediate_hooks", False) or ic.cpp.enable_kernel_profile:
+        return DEBUG_OPTIONS
+    if device.type == "cpu":
+        from tilec.runtime import interpreter_active
+
+        if not interpreter_active():
+            return NO_INTERPRETER
+        if cfg.emitter == "gluon":
+            return GLUON_ON_CPU
+    return None
+
+
+@functools.cache
+def _gluon_available() -> bool:
+    try:
+        import triton.experimental.gluon  # noqa: F401
+
+        from tilec.emit.gluon_api import gluon_api
+
+        gluon_api()
+        return True
+    except Exception:
+        return False
+
+
+def choose_emitter(device: Any) -> tuple[str | None, str | None]:
+    """(emitter, None), or (None, why not) when the configured emitter cannot run here."""
+    if device.type != "cuda":
+        return "triton", None
+    if cfg.emitter == "triton":
+        return "triton", None
+    import torch
+
+    try:
+        capability = torch.cuda.get_device_capability(device)
+    except Exception:
+        capability = (0, 0)
+    hopper = target_for(capability).gluon and _gluon_available()
+    if cfg.emitter == "gluon" and not hopper:
+        return (
+            None,
+            f"the Gluon emitter needs sm_90 or newer and Triton's Gluon; this GPU is {target_for(capability).arch}",
+        )
+    return ("gluon" if hopper else "triton"), None
+
+
+def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | str:
+    """The kernel built, or the reason stock Inductor keeps it. Changes nothing in Inductor."""
+    from tilec.frontend import Unsupported, lower
+
+    reason = decline_reason(device)
+    if reason is not None:
+        return reason
+    emitter, reason = choose_emitter(device)
+    if emitter is None:
+        assert reason is not None
+        return reason
+    try:
+        lowered = lower(features, scheduling, name=PLACEHOLDER, strict=cfg.strict)
+        if isinstance(lowered, Unsupported):
+            return lowered.reason
+        tuning, plan_options = None, ""
+        if device.type == "cuda":  # the chooser's rules and the autotuner's timings are GPU measurements
+            from tilec.inductor import autotune
+            from tilec.passes.chooser import Decline, choose
+
+            hopper, forced = emitter == "gluon", (cfg.emitter if cfg.emitter != "auto" else None)
+            cands = autotune.candidates(hopper, forced, cfg.decline)
+            tuned = None
+            if len(cands) > 1 and autotune.wanted(device):
+
+                def plan_for(candidate: str) -> KernelBuild:
+                    candidate_emitter, options = autotune.split(candidate)
+                    return build(lowered, candidate_emitter, device.type, options)
+
+                tuned = autotune.tune(scheduling, features, lowered, device, cands, plan_for)
+            if tuned is not None:
+                if tuned.winner == autotune.STOCK:
+                    return f"stock Inductor timed fastest when autotuned: {tuned.describe()}"
+                (emitter, plan_options), tuning = autotune.split(tuned.winner), tuned.describe()
+            else:
+                choice = choose(lowered.kernel, hopper=hopper, forced=forced, decline=cfg.decline)
+                if isinstance(choice, Decline):
+                    return choice.reason
+                emitter, plan_options = choice.emitter, choice.plan
+        built = build(lowered, emitter, device.type, plan_options)
+        built.stem = name_stem(lowered, list(features.node_schedule))
+        built.tuning = tuning
+        return built
+    except Exception as e:
+        if cfg.strict:
+            raise
+        log.warning(
+            "tilec: a kernel falls back to Inductor: %s", error_line(e), exc_info=log.isEnabledFor(logging.DEBUG)
+        )
+        return f"{INTERNAL_ERROR}: {error_line(e)}"
