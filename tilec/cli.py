@@ -1,6 +1,6 @@
 """The `tilec` command line.
 
-    tilec opt FILE.tile [-p PIPELINE] [--print-ir-after-all] [--no-verify] [-o OUT]
+    tilec opt FILE.tile [-p PIPELINE] [--print-ir-after-all] [--remarks] [--no-verify] [-o OUT]
     tilec dump [--ir] PATH.py[:NAME] [--shape 4096,8192] [--dtype bf16] [-p PIPELINE] [--device cuda|cpu]
     tilec demo                       # also: torch.compile(backend="tilec") on examples/, checked against eager
 
@@ -73,6 +73,9 @@ def cmd_opt(args: argparse.Namespace) -> int:
 
     pm = PassManager(passes, verify_each=not args.no_verify, print_after_all=dump if args.print_ir_after_all else None)
     pm.run(module)
+    if args.remarks:
+        for remark in pm.remarks:
+            sys.stderr.write(f"{remark}\n")
     if args.timing:
         total = sum(t.seconds for t in pm.timings)
         sys.stderr.write("// pass timing\n")
@@ -191,6 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--print-ir-after-all", action="store_true", help="print the IR after each pass (to stderr)")
     opt.add_argument("--no-verify", action="store_true", help="do not run the verifier")
     opt.add_argument("--timing", action="store_true", help="print the time each pass took (to stderr)")
+    opt.add_argument(
+        "--remarks", action="store_true", help="print why each pass left a kernel (or part of it) as it was (to stderr)"
+    )
     opt.add_argument("--generic", action="store_true", help="print every op in the generic form")
     opt.add_argument("-o", "--output", help="output file (default: stdout)")
     opt.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)

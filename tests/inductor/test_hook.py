@@ -43,6 +43,23 @@ def test_the_wrapper_calls_tilecs_launcher() -> None:
     assert "# reuse" in code
 
 
+def test_a_taken_kernels_record_carries_the_pass_remarks() -> None:
+    """The record says why the pipeline's passes left the kernel as they did (docs/passes.md)."""
+
+    def softmax(x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, -1)
+
+    x = torch.randn(8, 100)
+    torch.testing.assert_close(torch.compile(softmax, backend="tilec", dynamic=False)(x), softmax(x))
+    (rec,) = tilec.report()
+    assert rec.taken and rec.pipeline == "triton-default"
+    # a row of 100 is one tile: no loop for peel; f32 input: no narrow value for fp32-at-use; the
+    # row read twice (max, then exp) is read once by reuse: no remark from it
+    assert "peel: no loop" in rec.remarks, rec.remarks
+    assert any(r.startswith("fp32-at-use: no widening cast") for r in rec.remarks), rec.remarks
+    assert not any(r.startswith("reuse: ") for r in rec.remarks), rec.remarks
+
+
 def gather_model(x: torch.Tensor, w: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     y = torch.softmax(x * 2, -1)
     z = torch.gather(y, 1, idx) + 1  # indirect indexing: tilec declines this kernel

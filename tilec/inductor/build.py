@@ -22,6 +22,7 @@ class Emitted:
     pipeline: str
     source: str
     order: list[int]  # run() argument index per parameter of the emitted launch()
+    remarks: tuple[str, ...] = ()  # why passes of the pipeline left the kernel (or parts) as it was
 
 
 @dataclass
@@ -44,15 +45,22 @@ class KernelBuild:
     def pipeline(self) -> str:
         return self.primary.pipeline
 
+    @property
+    def remarks(self) -> tuple[str, ...]:
+        return self.primary.remarks
 
-def _pipeline(text: str, pipeline: str) -> Any:
+
+def _pipeline(text: str, pipeline: str) -> tuple[Any, tuple[str, ...]]:
+    """The kernel after the pipeline, and the passes' remarks (without the kernel's name: the
+    wrapper names it)."""
     from tilec.ir import parse
-    from tilec.passes import run_pipeline
+    from tilec.passes import Remark, run_pipeline
 
     module = parse(text, "<tilec.inductor>")
-    run_pipeline(module, pipeline)
+    remarks: list[Remark] = []
+    run_pipeline(module, pipeline, remarks=remarks)
     (kernel,) = module.kernels
-    return kernel
+    return kernel, tuple(f"{r.pass_name}: {r.message}" for r in remarks)
 
 
 def _order(kernel: Any, names: list[str], what: str) -> list[int]:
@@ -99,16 +107,16 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuil
             return with_plan(cfg.pipelines[kind], plan) if plan and kind == emitter else cfg.pipelines[kind]
 
         triton_pipeline = pipeline_of("triton")
-        tk = _pipeline(text, triton_pipeline)
-        triton = Emitted("triton", triton_pipeline, emit_triton(tk).source, _order(tk, names, "Triton"))
+        tk, t_remarks = _pipeline(text, triton_pipeline)
+        triton = Emitted("triton", triton_pipeline, emit_triton(tk).source, _order(tk, names, "Triton"), t_remarks)
         if emitter == "triton":
             built = (triton, None, [])
         else:
             from tilec.emit.gluon import emit_gluon
 
             gluon_pipeline = pipeline_of("gluon")
-            gk = _pipeline(text, gluon_pipeline)
-            gluon = Emitted("gluon", gluon_pipeline, emit_gluon(gk).source, _order(gk, names, "Gluon"))
+            gk, g_remarks = _pipeline(text, gluon_pipeline)
+            gluon = Emitted("gluon", gluon_pipeline, emit_gluon(gk).source, _order(gk, names, "Gluon"), g_remarks)
             built = (gluon, triton, _tma_operands(gk, names))
         if len(_built) >= 256:
             _built.clear()

@@ -42,6 +42,7 @@ class KernelRecord:
     device: str = "cuda"
     graph: int = 0  # which graph of this process (1, 2, ... in the order they were compiled or loaded)
     autotune: str | None = None  # when the autotuner chose the emitter: its timings
+    remarks: tuple[str, ...] = ()  # when taken: why passes left the kernel (or parts of it) as they did
 
 
 _lock = threading.Lock()

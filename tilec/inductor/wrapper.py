@@ -125,6 +125,7 @@ def note(name: str, built: KernelBuild | None, reason: str | None, device: Any) 
             reason=reason,
             device=device.type,
             autotune=built.tuning if built is not None else None,
+            remarks=built.remarks if built is not None else (),
         ),
         V.graph,
     )

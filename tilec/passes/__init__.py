@@ -14,7 +14,7 @@ from tilec.passes import (  # noqa: F401  (register the passes)
     specialize,
     warp_specialize,
 )
-from tilec.passes.base import PASSES, Pass, PipelineError, register
+from tilec.passes.base import PASSES, Pass, PipelineError, Remark, register
 from tilec.passes.manager import NAMED_PIPELINES, PassManager, parse_pipeline, run_pipeline
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "Pass",
     "PassManager",
     "PipelineError",
+    "Remark",
     "parse_pipeline",
     "register",
     "run_pipeline",

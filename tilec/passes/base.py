@@ -3,16 +3,24 @@
 A pass is a dataclass: its fields are its options, typed, with defaults. The pipeline text
 `reuse{cache=smem},pipeline{stages=3}` sets them by name; a value that does not convert to the
 field's type is an error naming the pass and the option.
+
+A pass that declines to act on a kernel says why in a `Remark` (`self.remark(kernel, why)`): the
+pass manager collects them (`tilec opt --remarks` prints them; `tilec.report()` carries those of
+the kernels tilec took). A pass that leaves a kernel unchanged without a remark of its own gets
+its class's `unchanged` remark from the manager.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import types
 import typing
+from collections.abc import Iterator
 from typing import Any, ClassVar, Literal, get_args, get_origin
 
-from tilec.ir.core import Module
+from tilec.ir.core import Kernel, Module
 from tilec.ir.errors import TilecError
 
 PASSES: dict[str, type[Pass]] = {}
@@ -22,12 +30,46 @@ class PipelineError(TilecError):
     """A pipeline string that names an unknown pass or gives a bad option."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Remark:
+    """Why a pass left a kernel (or part of it) as it was."""
+
+    pass_name: str
+    kernel: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"remark: @{self.kernel}: {self.pass_name}: {self.message}"
+
+
+_remarks: contextvars.ContextVar[list[Remark] | None] = contextvars.ContextVar("tilec_remarks", default=None)
+
+
+@contextlib.contextmanager
+def collecting_remarks() -> Iterator[list[Remark]]:
+    """The remarks passes make inside the block (nested blocks collect their own)."""
+    sink: list[Remark] = []
+    token = _remarks.set(sink)
+    try:
+        yield sink
+    finally:
+        _remarks.reset(token)
+
+
 class Pass:
     """Base of all passes. Subclasses are dataclasses with a `name` and a `run`."""
 
     name: ClassVar[str] = ""
     # A pass whose options are free-form integers (e.g. constexpr values) gets them as `values`.
     accepts_any_options: ClassVar[bool] = False
+    # The remark for a kernel the pass left unchanged without saying why itself.
+    unchanged: ClassVar[str] = "nothing to do"
+
+    def remark(self, kernel: Kernel, message: str) -> None:
+        """Says why the pass leaves `kernel` (or a part of it) as it is."""
+        sink = _remarks.get()
+        if sink is not None:
+            sink.append(Remark(self.name, kernel.name, message))
 
     def run(self, module: Module) -> None:
         raise NotImplementedError

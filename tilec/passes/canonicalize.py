@@ -248,6 +248,7 @@ class Canonicalize(Pass):
     """Folds constants, removes identities, decides masks and trivial control flow."""
 
     name = "canonicalize"
+    unchanged = "nothing to fold, inline or simplify"
     max_iterations: int = 32
 
     def run(self, module: Module) -> None:

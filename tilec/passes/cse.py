@@ -60,6 +60,7 @@ class CSE(Pass):
     """Merges identical pure ops."""
 
     name = "cse"
+    unchanged = "no two ops compute the same value"
 
     def run(self, module: Module) -> None:
         cse(module)

@@ -110,6 +110,7 @@ class DCE(Pass):
     """Removes unused, effect-free ops."""
 
     name = "dce"
+    unchanged = "no op is unused"
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:

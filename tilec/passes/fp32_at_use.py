@@ -58,6 +58,7 @@ class Fp32AtUse(Pass):
     """Upcasts at each use, so loaded and cached values stay narrow."""
 
     name = "fp32-at-use"
+    unchanged = "no widening cast of a bf16 or f16 value has more than one use"
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:

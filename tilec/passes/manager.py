@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 from tilec.ir.core import Module
 from tilec.ir.errors import TilecError
-from tilec.ir.printer import print_module
+from tilec.ir.printer import print_kernel, print_module
 from tilec.ir.target import DEFAULT
 from tilec.ir.verify import verify
-from tilec.passes.base import Pass, PipelineError, make_pass
+from tilec.passes.base import Pass, PipelineError, Remark, collecting_remarks, make_pass
 
 # Named pipelines expand in place; they are filled in by tilec.passes.pipelines.
 NAMED_PIPELINES: dict[str, str] = {}
@@ -83,12 +83,20 @@ class PassManager:
     smem_budget: int = DEFAULT.smem_per_block
     print_after_all: Callable[[str], None] | None = None
     timings: list[PassTiming] = field(default_factory=list)
+    remarks: list[Remark] = field(default_factory=list)  # why passes left kernels as they were
 
     def run(self, module: Module) -> Module:
         for p in self.passes:
+            before = {k.name: print_kernel(k) for k in module.kernels}
             start = time.perf_counter()
-            p.run(module)
+            with collecting_remarks() as remarks:
+                p.run(module)
             self.timings.append(PassTiming(p.describe(), time.perf_counter() - start))
+            said = {r.kernel for r in remarks}
+            for k in module.kernels:
+                if k.name not in said and before.get(k.name) == print_kernel(k):
+                    remarks.append(Remark(p.name, k.name, p.unchanged))
+            self.remarks.extend(remarks)
             if self.verify_each:
                 try:
                     verify(module, self.smem_budget)
@@ -99,6 +107,13 @@ class PassManager:
         return module
 
 
-def run_pipeline(module: Module, pipeline: str | Sequence[Pass], verify_each: bool = True) -> Module:
+def run_pipeline(
+    module: Module, pipeline: str | Sequence[Pass], verify_each: bool = True, remarks: list[Remark] | None = None
+) -> Module:
+    """Runs the passes on `module`; with `remarks`, appends why passes left kernels as they were."""
     passes = parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
-    return PassManager(passes, verify_each).run(module)
+    pm = PassManager(passes, verify_each)
+    pm.run(module)
+    if remarks is not None:
+        remarks.extend(pm.remarks)
+    return module

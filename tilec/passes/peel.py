@@ -20,16 +20,19 @@ from tilec.passes.base import Pass, register
 from tilec.passes.rewrite import const_value
 
 
-def peel_loop(kernel: Kernel, loop: ForOp) -> bool:
+def peel_loop(kernel: Kernel, loop: ForOp) -> str | None:
+    """Peels `loop`; returns why not when it does not."""
     lo, hi, step = (const_value(v) for v in (loop.lower, loop.upper, loop.step))
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (lo, hi, step)):
-        return False
+        return "its bounds or step are not constants"
     assert isinstance(lo, int) and isinstance(hi, int) and isinstance(step, int)
     if step <= 0 or hi <= lo:
-        return False
+        return "it runs no step"
     trips = -(-(hi - lo) // step)
-    if trips < 2 or (hi - lo) % step == 0:
-        return False
+    if trips < 2:
+        return "it runs one step"
+    if (hi - lo) % step == 0:
+        return f"its step {step} divides its {hi - lo} iterations: no partial last step"
     main_end = lo + (trips - 1) * step
     b = Builder.before(loop)
     split = b.constant(main_end, loop.lower.type, name_hint="rmain")  # type: ignore[arg-type]
@@ -46,7 +49,7 @@ def peel_loop(kernel: Kernel, loop: ForOp) -> bool:
         replace_uses(kernel.body, old, new)
     for i, res in enumerate(old_results):
         tail.operands[3 + i] = res
-    return True
+    return None
 
 
 @register
@@ -57,6 +60,9 @@ class Peel(Pass):
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
-            for op in list(kernel.walk()):
-                if isinstance(op, ForOp):
-                    peel_loop(kernel, op)
+            loops = [op for op in kernel.walk() if isinstance(op, ForOp)]
+            why = {f"%{op.induction_var.name_hint}": peel_loop(kernel, op) for op in loops}
+            if not loops:
+                self.remark(kernel, "no loop")
+            elif all(w is not None for w in why.values()):
+                self.remark(kernel, "no loop peeled: " + "; ".join(f"{v}: {w}" for v, w in why.items()))

@@ -81,18 +81,23 @@ def persistent_loop(kernel: Kernel) -> ForOp | None:
     return None
 
 
-def make_persistent(kernel: Kernel) -> bool:
-    if kernel.launch.persistent or len(kernel.launch.grid) != 1:
-        return False
+def make_persistent(kernel: Kernel) -> str | None:
+    """Makes `kernel` persistent; returns why not when it does not."""
+    if kernel.launch.persistent:
+        return "already persistent"
+    if len(kernel.launch.grid) != 1:
+        return f"a grid of {len(kernel.launch.grid)} dimensions (persistent kernels loop over one)"
     if any(isinstance(op, WarpSpecializeOp) for op in kernel.walk()):
-        return False
+        return "warp-specialized (run persistent before warp-specialize)"
     try:
         blocks = evaluate(kernel.launch.grid[0], kernel.bound_constexprs())
     except KeyError:
-        return False
+        return "the grid is not known (run plan first)"
     pids = [op for op in kernel.walk() if isinstance(op, ProgramIdOp) and op.name == "tile.program_id"]
-    if blocks < 2 or len(pids) != 1 or pids[0].parent is not kernel.body or pids[0].attr("axis") != 0:
-        return False
+    if blocks < 2:
+        return "one row block: nothing to loop over"
+    if len(pids) != 1 or pids[0].parent is not kernel.body or pids[0].attr("axis") != 0:
+        return "the program id is not read once, at the top of the kernel, on axis 0"
     pid_op = pids[0]
     body = kernel.body
     ops = list(body.ops)
@@ -133,7 +138,7 @@ def make_persistent(kernel: Kernel) -> bool:
         body.append(op)
     kernel.launch.grid = (CallExpr("min", (Sym("num_sms"), blocks)),)
     kernel.launch.persistent = True
-    return True
+    return None
 
 
 def _parities(block: Block, phase: Value) -> None:
@@ -151,4 +156,6 @@ class Persistent(Pass):
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
-            make_persistent(kernel)
+            why = make_persistent(kernel)
+            if why is not None:
+                self.remark(kernel, why)

@@ -324,6 +324,7 @@ class Pipeline(Pass):
             raise ValueError("stages must be at least 1 (or 0: chosen by the pass)")
         for kernel in module.kernels:
             if any(isinstance(op, WarpSpecializeOp) for op in kernel.walk()):
+                self.remark(kernel, "warp-specialized (run pipeline before warp-specialize)")
                 continue
             loop = persistent_loop(kernel)
             body = loop.body if loop is not None else kernel.body
@@ -334,6 +335,9 @@ class Pipeline(Pass):
             )
             caches = find_caches(kernel, body, row_var)
             if not caches:
+                self.remark(
+                    kernel, "no shared-memory cache filled by a TMA copy per row block (reuse{cache=smem} makes them)"
+                )
                 continue
             # every cache's copies start together: under `persistent` before the loop, else
             # before the first use of any of them (so the tail's chunk overlaps the main loop)

@@ -95,6 +95,7 @@ class Plan(Pass):
     """Binds block sizes and warps, and lays out every tile."""
 
     name = "plan"
+    unchanged = "every block size is bound and every tile laid out already"
     xblock: int | None = None
     rblock: int | None = None
     num_warps: int | None = None

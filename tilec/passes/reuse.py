@@ -323,14 +323,15 @@ def _anchor(kernel: Kernel, group: Group) -> Operation:
     return op
 
 
-def cache_in_smem(kernel: Kernel, group: Group, budget: int) -> bool:
+def cache_in_smem(kernel: Kernel, group: Group, budget: int) -> str | None:
+    """Caches the group's row in shared memory, filled by TMA; returns why not when it does not."""
     loop = group.loops[0] if group.loops else None
     first_top: Operation = loop if loop is not None else group.first
     if first_top.parent is not kernel.body:
-        return False  # the copies are issued at the top of the kernel
+        return "the first load is nested below the kernel's top level (the copies are issued there)"
     found = tma_box(kernel, group.first, loop)
     if found is None:
-        return False
+        return "its offsets are not a row block a TMA box can describe"
     box, bounds_only = found
     ptr = group.first.operands[0]
     assert isinstance(ptr.type, PointerType)
@@ -341,13 +342,15 @@ def cache_in_smem(kernel: Kernel, group: Group, budget: int) -> bool:
         or box.block[0] & (box.block[0] - 1)
         or box.block[1] & (box.block[1] - 1)
     ):
-        return False  # TMA: 16-byte aligned rows, inner box >= 16 bytes, power-of-two boxes
+        return "TMA needs 16-byte aligned rows, an inner box of 16 bytes or more and power-of-two boxes"
     slots = (trip_count(loop) or 0) if loop is not None else 1
     cache_bytes = slots * box.block[0] * box.block[1] * dt.bytes
     allocated = [op.results[0].type for op in kernel.walk() if op.name == "tile.smem_alloc"]
     used = sum(evaluate(t.nbytes(), kernel.bound_constexprs()) for t in allocated if isinstance(t, SharedBufferType))
-    if slots < 1 or used + cache_bytes + 8 * slots > budget:
-        return False
+    if slots < 1:
+        return "its loop's trip count is not known"
+    if used + cache_bytes + 8 * slots > budget:
+        return f"{cache_bytes} bytes of cache do not fit the {budget} bytes of shared memory ({used} in use)"
     desc = _descriptor(kernel, ptr, box)
     anchor = _anchor(kernel, group)
     b = Builder.before(anchor)
@@ -389,17 +392,18 @@ def cache_in_smem(kernel: Kernel, group: Group, budget: int) -> bool:
     end = Builder.at_end(kernel.body)
     for k in range(slots):
         end.create("tile.mbarrier_invalidate", bars, end.constant(k, i32))
-    return True
+    return None
 
 
-def merge_in_registers(kernel: Kernel, group: Group) -> bool:
+def merge_in_registers(kernel: Kernel, group: Group) -> str | None:
+    """Keeps the group's first load for the later ones; returns why not when it cannot."""
     if group.loops is not None:
-        return False  # different loops: the chunks do not stay in registers
+        return "the loads are in different loops: their chunks do not stay in registers"
     for later in group.later:
         replace_uses(kernel.body, later.result, group.first.result)
         later.erase()
     group.first.attributes.pop("eviction", None)  # read once now: no phase will come back for it
-    return True
+    return None
 
 
 @register
@@ -412,9 +416,18 @@ class Reuse(Pass):
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
-            for group in find_groups(kernel):
+            groups = find_groups(kernel)
+            if not groups:
+                self.remark(kernel, "no input is loaded more than once at the same offsets")
+            for group in groups:
                 if group.first.parent is None:
                     continue
-                if self.cache in ("auto", "smem") and cache_in_smem(kernel, group, self.smem_budget):
-                    continue
-                merge_in_registers(kernel, group)
+                what = f"%{group.first.operands[0].name_hint}"
+                if self.cache in ("auto", "smem"):
+                    smem_why = cache_in_smem(kernel, group, self.smem_budget)
+                    if smem_why is None:
+                        continue
+                    self.remark(kernel, f"{what} not cached in shared memory: {smem_why}")
+                why = merge_in_registers(kernel, group)
+                if why is not None:
+                    self.remark(kernel, f"{what} not kept in registers: {why}")

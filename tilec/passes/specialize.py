@@ -62,6 +62,7 @@ class Specialize(Pass):
     """Binds constexprs: `specialize{NAME=value,...}`; kernels without a named constexpr are left alone."""
 
     name = "specialize"
+    unchanged = "no unbound constexpr of the names given"
     accepts_any_options: ClassVar[bool] = True
     values: dict[str, int] = field(default_factory=dict)
 

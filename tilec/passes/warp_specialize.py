@@ -332,4 +332,6 @@ class WarpSpecialize(Pass):
         if not 24 <= self.producer_regs <= 256 or self.producer_regs % 8:
             raise ValueError("producer_regs must be a multiple of 8 in 24..256")
         for kernel in module.kernels:
-            specialize(kernel, self.producer_warps, self.producer_regs)
+            why = specialize(kernel, self.producer_warps, self.producer_regs)
+            if why is not None:
+                self.remark(kernel, why)
