@@ -126,11 +126,6 @@ def entry(side: str) -> Callable[[Any, Any, Any], Any]:
     return namespace[f"forward_{side}"]  # type: ignore[no-any-return]
 
 
-def relative_error(a: Any, ref: Any) -> float:
-    a, ref = a.double(), ref.double()
-    return float((a - ref).norm() / ref.norm())
-
-
 def _grads(model: Any) -> Any:
     import torch
 
@@ -176,6 +171,7 @@ def run_row(family: str, size: str, mode: str, repeats: int, device: str, log: C
     import torch
 
     import tilec
+    from tilec.testing import relative_error
 
     batch, seq = SIZES[size]
     dtype = torch.float32 if device == "cpu" else torch.bfloat16
@@ -363,10 +359,10 @@ def main(
         "torch": torch.__version__,
         "triton": triton.__version__,
         "transformers": transformers.__version__,
+        "tilec": "autotune" if autotune else "measured rules",
     }
     tilec.uninstall()  # the backend applies tilec to its own graphs; the stock copy stays stock
     rows = []
-    env["tilec"] = "autotune" if autotune else "measured rules"
     settings = {"decline": device != "cpu" and tilec.config.decline, "autotune": autotune or tilec.config.autotune}
     with tilec.config.patch(**settings), (out / "models.jsonl").open("w") as f:
         for family in families:

@@ -71,11 +71,15 @@ def cmd_opt(args: argparse.Namespace) -> int:
     def dump(text: str) -> None:
         sys.stderr.write(text)
 
-    pm = PassManager(passes, verify_each=not args.no_verify, print_after_all=dump if args.print_ir_after_all else None)
+    pm = PassManager(
+        passes,
+        verify_each=not args.no_verify,
+        print_after_all=dump if args.print_ir_after_all else None,
+        remarks=[] if args.remarks else None,
+    )
     pm.run(module)
-    if args.remarks:
-        for remark in pm.remarks:
-            sys.stderr.write(f"{remark}\n")
+    for remark in pm.remarks or []:
+        sys.stderr.write(f"{remark}\n")
     if args.timing:
         total = sum(t.seconds for t in pm.timings)
         sys.stderr.write("// pass timing\n")

@@ -89,12 +89,10 @@ def choose_emitter(device: Any) -> tuple[str | None, str | None]:
         capability = torch.cuda.get_device_capability(device)
     except Exception:
         capability = (0, 0)
-    hopper = target_for(capability).gluon and _gluon_available()
+    target = target_for(capability)
+    hopper = target.gluon and _gluon_available()
     if cfg.emitter == "gluon" and not hopper:
-        return (
-            None,
-            f"the Gluon emitter needs sm_90 or newer and Triton's Gluon; this GPU is {target_for(capability).arch}",
-        )
+        return None, f"the Gluon emitter needs sm_90 or newer and Triton's Gluon; this GPU is {target.arch}"
     return ("gluon" if hopper else "triton"), None
 
 

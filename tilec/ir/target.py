@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-__all__ = ["B200", "DEFAULT", "H100", "H200", "TARGETS", "Target", "target_for"]
+__all__ = ["B200", "DEFAULT", "H100", "H200", "Target", "target_for"]
 
 
 @dataclass(frozen=True)
@@ -64,15 +64,8 @@ H100 = Target(
     l2_bytes=50 * 1024 * 1024,
 )
 H200 = dataclasses.replace(H100, name="NVIDIA H200")  # the H100's SMs, more and faster memory
-B200 = Target(
-    name="NVIDIA B200",
-    capability=(10, 0),
-    sm_count=148,
-    smem_per_block=232_448,
-    smem_per_sm=233_472,
-    registers_per_sm=65_536,
-)
-TARGETS = {"h100": H100, "h200": H200, "b200": B200}
+# shared memory and registers per SM and per block as on Hopper; its L2 is not described
+B200 = dataclasses.replace(H100, name="NVIDIA B200", capability=(10, 0), sm_count=148, l2_bytes=0)
 DEFAULT = H100
 
 

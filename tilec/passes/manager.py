@@ -83,20 +83,17 @@ class PassManager:
     smem_budget: int = DEFAULT.smem_per_block
     print_after_all: Callable[[str], None] | None = None
     timings: list[PassTiming] = field(default_factory=list)
-    remarks: list[Remark] = field(default_factory=list)  # why passes left kernels as they were
+    # a list: why passes left kernels as they were is appended to it (None: not collected)
+    remarks: list[Remark] | None = None
 
     def run(self, module: Module) -> Module:
         for p in self.passes:
-            before = {k.name: print_kernel(k) for k in module.kernels}
             start = time.perf_counter()
-            with collecting_remarks() as remarks:
+            if self.remarks is None:
                 p.run(module)
+            else:
+                self._run_remarked(p, module, self.remarks)
             self.timings.append(PassTiming(p.describe(), time.perf_counter() - start))
-            said = {r.kernel for r in remarks}
-            for k in module.kernels:
-                if k.name not in said and before.get(k.name) == print_kernel(k):
-                    remarks.append(Remark(p.name, k.name, p.unchanged))
-            self.remarks.extend(remarks)
             if self.verify_each:
                 try:
                     verify(module, self.smem_budget)
@@ -106,14 +103,22 @@ class PassManager:
                 self.print_after_all(f"// -----// IR after {p.describe()} //----- //\n{print_module(module)}")
         return module
 
+    @staticmethod
+    def _run_remarked(p: Pass, module: Module, out: list[Remark]) -> None:
+        """Runs `p`, collecting its remarks; a kernel it left unchanged without one gets `p.unchanged`."""
+        before = {k.name: print_kernel(k) for k in module.kernels}
+        with collecting_remarks() as remarks:
+            p.run(module)
+        said = {r.kernel for r in remarks}
+        for k in module.kernels:
+            if k.name not in said and before.get(k.name) == print_kernel(k):
+                remarks.append(Remark(p.name, k.name, p.unchanged))
+        out.extend(remarks)
+
 
 def run_pipeline(
     module: Module, pipeline: str | Sequence[Pass], verify_each: bool = True, remarks: list[Remark] | None = None
 ) -> Module:
     """Runs the passes on `module`; with `remarks`, appends why passes left kernels as they were."""
     passes = parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
-    pm = PassManager(passes, verify_each)
-    pm.run(module)
-    if remarks is not None:
-        remarks.extend(pm.remarks)
-    return module
+    return PassManager(passes, verify_each, remarks=remarks).run(module)

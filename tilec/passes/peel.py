@@ -61,8 +61,8 @@ class Peel(Pass):
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
             loops = [op for op in kernel.walk() if isinstance(op, ForOp)]
-            why = {f"%{op.induction_var.name_hint}": peel_loop(kernel, op) for op in loops}
+            why = [(f"%{op.induction_var.name_hint}", peel_loop(kernel, op)) for op in loops]
             if not loops:
                 self.remark(kernel, "no loop")
-            elif all(w is not None for w in why.values()):
-                self.remark(kernel, "no loop peeled: " + "; ".join(f"{v}: {w}" for v, w in why.items()))
+            elif all(w is not None for _, w in why):
+                self.remark(kernel, "no loop peeled: " + "; ".join(f"{v}: {w}" for v, w in why))
