@@ -1,10 +1,13 @@
 """The Gluon emitter: every reference kernel compiles for sm_90 and sm_100 without a GPU (in a
-subprocess), with sane resources; IR that would fail at launch is refused; the emitter keeps two
-shared-memory reads two reads."""
+subprocess), with sane resources; IR that would fail at launch is refused; the barrier that keeps
+two shared-memory reads two reads is the separate-reads pass's, printed where the IR has it."""
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from harness import planned
@@ -13,7 +16,9 @@ from tilec.emit.check import check_compile
 from tilec.emit.common import EmitError
 from tilec.emit.gluon import emit_gluon
 from tilec.emit.gluon_api import gluon_api
-from tilec.ir import parse
+from tilec.ir import parse, print_module
+from tilec.passes import run_pipeline
+from tilec.passes.pipelines import GLUON_DEFAULT
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 PHYSICAL = ["rmsnorm_tma", "rmsnorm_ring", "rmsnorm_ws"]
@@ -83,12 +88,58 @@ def test_refuses_unplanned_ir() -> None:
         emit_gluon(parse((KERNELS / "rmsnorm_logical.tile").read_text()))
 
 
-def test_two_reads_stay_two_reads() -> None:
-    text = (KERNELS / "rmsnorm_tma.tile").read_text().replace("  tile.cta_barrier\n", "")
-    source = emit_gluon(parse(text)).source
+def test_two_reads_stay_two_reads_by_the_pass_not_the_emitter() -> None:
+    """Emitters print, passes decide: without the kernel's barrier between its two reads of %buf
+    the emitter prints none; separate-reads puts it back where the hand-written kernel has it."""
+    text = (KERNELS / "rmsnorm_tma.tile").read_text()
+    barrier = f"{gluon_api().cta_barrier}()"
+    bare = parse(text.replace("  tile.cta_barrier\n", ""))
+    assert barrier not in emit_gluon(bare).source
+    run_pipeline(bare, "separate-reads")
+    assert print_module(bare) == print_module(parse(text))
+    source = emit_gluon(bare).source
     first = source.index("x1 = buf.load(BLOCKED)")
     second = source.index("x2 = buf.load(BLOCKED)")
-    assert f"{gluon_api().cta_barrier}()" in source[first:second]
+    assert barrier in source[first:second]
+
+
+def _example(name: str, rows: int, cols: int) -> Any:  # tests/passes/examples.py's Example
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "passes"))
+    from examples import example
+
+    return example(name, rows, cols)
+
+
+# a shared-memory read in emitted Gluon: `name = buffer.load(LAYOUT)`
+SMEM_READ = re.compile(r"\s*\w+ = (\w+)\.load\((\w+)\)(  #.*)?$")
+
+
+@pytest.mark.parametrize("name", ["rmsnorm", "softmax"])
+def test_gluon_default_keeps_the_cached_rows_reads_apart(name: str) -> None:
+    """gluon-default on a kernel whose phases read the cached row from shared memory: its last pass
+    places a barrier right before the second read of the row, the only line it adds to the emitted
+    source; without that pass the emitter prints none there."""
+    ex = _example(name, 8, 1000)
+    assert GLUON_DEFAULT[-1] == "separate-reads"
+    barrier = f"{gluon_api().cta_barrier}()"
+
+    def is_barrier(line: str) -> bool:  # (with the comment naming its IR line, if any)
+        return line.strip().split("  #")[0] == barrier
+
+    lines = emit_gluon(ex.kernel("gluon-default")).source.splitlines()
+    lines_without = emit_gluon(ex.kernel(",".join(GLUON_DEFAULT[:-1]))).source.splitlines()
+    reads = [(i, m.group(1, 2)) for i, line in enumerate(lines) if (m := SMEM_READ.match(line))]
+    first, again = next((a, b) for n, (a, key) in enumerate(reads) for b, other in reads[n + 1 :] if other == key)
+    assert is_barrier(lines[again - 1]), "\n".join(lines[first : again + 1])
+    # the pass's barriers (each right before a read) are all that differs
+    added = [i for i, line in enumerate(lines) if is_barrier(line) and SMEM_READ.match(lines[i + 1])]
+    assert again - 1 in added
+    assert [line for i, line in enumerate(lines) if i not in added] == lines_without
+    # and without the pass, nothing separates the two reads
+    shift = sum(i < first for i in added)
+    between = lines_without[first - shift : again - shift - 1]
+    assert between[0] == lines[first] and lines_without[again - shift - 1] == lines[again]
+    assert not any(is_barrier(line) for line in between), "\n".join(between)
 
 
 def test_output_is_deterministic_and_mirrors_the_ir() -> None:

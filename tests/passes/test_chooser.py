@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import itertools
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
 
 import pytest
 import torch
 
 from examples import example
-from tilec.passes.chooser import RULES, UNMEASURED, Choice, Decline, choose, signature
+from tilec.passes.chooser import RESULTS, RULES, UNMEASURED, Choice, Decline, Rule, choose, signature
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
@@ -78,6 +84,7 @@ def test_rules_on_hopper(name: str, cols: int, expected: str) -> None:
     assert got == expected, choice
     if isinstance(choice, Decline):
         assert choice.reason.startswith("stock Inductor measured faster for ") and "vs" in choice.reason
+        assert f"({RESULTS}/" in choice.reason, choice
 
 
 @pytest.mark.parametrize("name", ["gelu_mlp"])
@@ -110,12 +117,109 @@ def test_forced_emitter_and_decline_off() -> None:
     assert isinstance(softmax, Choice) and softmax.emitter == "gluon"  # forced wins over a rule's emitter
 
 
+def _overlapping(rules: tuple[Rule, ...]) -> list[tuple[Rule, Rule]]:
+    """The pairs of rules for one family, element size and row inputs whose row-byte ranges meet."""
+    return [
+        (a, b)
+        for a, b in itertools.combinations(rules, 2)
+        if (a.family, a.elem_bytes, a.row_inputs) == (b.family, b.elem_bytes, b.row_inputs)
+        and a.lo < b.hi
+        and b.lo < a.hi
+    ]
+
+
 def test_rules_do_not_overlap() -> None:
     for a in RULES:
-        assert a.lo < a.hi and a.action in ("gluon", "triton", "stock") and a.evidence
-        for b in RULES:
-            if a is not b and (a.family, a.elem_bytes, a.row_inputs) == (b.family, b.elem_bytes, b.row_inputs):
-                assert a.hi <= b.lo or b.hi <= a.lo, (a, b)
+        assert a.lo < a.hi and a.action in ("gluon", "triton", "stock") and a.run and a.figures, a
+    assert not _overlapping(RULES)
+    # the check finds an overlap, and only within one family, element size and row inputs
+    sums = (Rule("sum", 0, 4096, "stock", "r", "f"), Rule("sum", 2048, 8192, "gluon", "r", "f"))
+    assert _overlapping(sums) == [sums]
+    assert not _overlapping((sums[0], Rule("sum", 2048, 8192, "gluon", "r", "f", elem_bytes=4)))
+    assert not _overlapping((sums[0], Rule("sum", 4096, 8192, "gluon", "r", "f")))
+
+
+# How the runs under bench/results/ name what a rule's family, element size and row inputs measured.
+OPS = {"sum": "rmsnorm", "mean-var": "layernorm", "softmax": "softmax"}
+DTYPES = {2: "bf16", 4: "fp32"}
+NUMBER = r"\d+(?:\.\d+)?"
+# One shape's figures in a rule: "MxN 98.9 vs 101.3" or "MxN 99.4/98.9 vs 97.6".
+FIGURE = re.compile(rf"\b(\d+)x(\d+) ({NUMBER}(?:/{NUMBER})*) vs ({NUMBER})\b")
+# bench/variants.py's markdown: a section per shape ("## layernorm 32768x2048 (bf16)"), then
+# "| variant | % of copy | ..." rows.
+SECTION = re.compile(r"^## (\S+) (\d+)x(\d+) \((\w+)\)$")
+
+Key = tuple[str, int, int, str]  # op, M, N, dtype
+
+
+def _measured(run: Path) -> dict[Key, list[float]]:
+    """The device-time figures (% of copy) in a run's files, by op, shape and dtype: from `tilec
+    bench`'s results.jsonl (`device_pct`), bench/variants.py's JSON lines (`pct`, bf16) and its
+    markdown tables."""
+    found: dict[Key, list[float]] = defaultdict(list)
+    for path in sorted(run.rglob("*")) if run.is_dir() else [run]:
+        if path.suffix == ".jsonl":
+            for line in path.read_text().splitlines():
+                rec = json.loads(line) if line.strip() else {}
+                pct = rec.get("device_pct", rec.get("pct"))
+                if isinstance(pct, (int, float)) and {"op", "m", "n"} <= rec.keys():
+                    found[(rec["op"], rec["m"], rec["n"], rec.get("dtype", "bf16"))].append(float(pct))
+        elif path.suffix == ".md":
+            key: Key | None = None
+            for line in path.read_text().splitlines():
+                if m := SECTION.match(line):
+                    key = (m[1], int(m[2]), int(m[3]), m[4])
+                elif key is not None and line.startswith("|"):
+                    cells = [c.strip() for c in line.strip("|").split("|")]
+                    if len(cells) > 1 and re.fullmatch(NUMBER, cells[1]):
+                        found[key].append(float(cells[1]))
+    return found
+
+
+def _unmatched(rule: Rule, measured: dict[Key, list[float]]) -> list[str]:
+    """The figures `rule` quotes that its run does not hold (each, rounded as quoted, must equal a
+    figure the run measured for that op, shape and dtype)."""
+    op = OPS[rule.family] if rule.row_inputs == 1 else f"add_{OPS[rule.family]}"
+    missing = []
+    for m, n, tilec, stock in FIGURE.findall(rule.figures):
+        pcts = measured.get((op, int(m), int(n), DTYPES[rule.elem_bytes]), [])
+        for quoted in [*tilec.split("/"), stock]:
+            places = len(quoted.partition(".")[2])
+            if not any(round(p, places) == float(quoted) for p in pcts):
+                missing.append(f"{op} {m}x{n} {DTYPES[rule.elem_bytes]}: {quoted}")
+    return missing
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: f"{r.family}-{r.elem_bytes}B-{r.row_inputs}in-{r.lo}")
+def test_rules_name_a_committed_run_that_holds_their_figures(rule: Rule) -> None:
+    results = ROOT / RESULTS
+    run = results / rule.run
+    assert not Path(rule.run).is_absolute() and ".." not in Path(rule.run).parts, rule.run
+    assert run.exists(), f"{rule.run} is not under {RESULTS}/"
+    assert len(FIGURE.findall(rule.figures)) >= 1, f"no 'MxN a vs b' figures in {rule.figures!r}"
+    assert not _unmatched(rule, _measured(run)), (rule.run, _unmatched(rule, _measured(run)))
+
+
+def test_figure_check_fails_on_figures_from_another_run() -> None:
+    """The check above can fail: the 2026-11-24 RMSNorm figures are not in the 2026-11-22 suite,
+    and a figure changed by a tenth is not in its own run."""
+    (rule,) = [r for r in RULES if (r.family, r.lo, r.elem_bytes, r.row_inputs) == ("sum", 0, 2, 1)]
+    assert rule.run == "2026-11-24-compute-type" and not _unmatched(rule, _measured(ROOT / RESULTS / rule.run))
+    assert _unmatched(rule, _measured(ROOT / RESULTS / "2026-11-22-suite"))
+    moved = Rule(rule.family, rule.lo, rule.hi, rule.action, rule.run, "32768x512 98.8 vs 101.3")
+    assert _unmatched(moved, _measured(ROOT / RESULTS / rule.run)) == ["rmsnorm 32768x512 bf16: 98.8"]
+
+
+def test_reasons_name_the_run_and_quote_its_figures() -> None:
+    decline = choose(example("rmsnorm", 16, 1024).kernel(), hopper=True)
+    assert decline == Decline(
+        "stock Inductor measured faster for sum rows of 2048 bytes "
+        "(bench/results/2026-11-24-compute-type: 32768x512 98.9 vs 101.3; 65536x1024 99.5 vs 100.0)"
+    )
+    choice = choose(example("layernorm", 16, 2048).kernel(), hopper=True)
+    assert isinstance(choice, Choice) and choice.reason.startswith(
+        "measured fastest for mean-var rows of 4096 bytes (bench/results/2026-11-22-plan-variants.md: "
+    )
 
 
 def test_measured_families_are_covered_at_every_row_size() -> None:
@@ -159,6 +263,6 @@ def test_gluon_default_is_the_auto_cache_form_of_the_gluon_pipeline() -> None:
     assert gluon_form(cache="auto") == NAMED_PIPELINES["gluon-default"]
     assert gluon_form("xblock=1", persistent=True, stages=3, specialize=True) == (
         "plan{xblock=1},canonicalize,peel,canonicalize,cse,reuse{cache=smem},cse,persistent,pipeline{stages=3},"
-        "warp-specialize,canonicalize,cse,fp32-at-use,dce"
+        "warp-specialize,canonicalize,cse,fp32-at-use,dce,separate-reads"
     )
-    assert gluon_form(pipelined=False).endswith("reuse{cache=smem},cse,fp32-at-use,dce")
+    assert gluon_form(pipelined=False).endswith("reuse{cache=smem},cse,fp32-at-use,dce,separate-reads")

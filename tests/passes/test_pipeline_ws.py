@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import hypothesis
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -17,10 +18,22 @@ from tilec import interp
 from tilec.interp.errors import InterpError
 from tilec.ir import Kernel, parse, print_kernel, verify
 from tilec.ir.builder import Builder
-from tilec.ir.core import defining_op
+from tilec.ir.core import Block, Module, ancestor_in, defining_op
+from tilec.ir.dtypes import i1
 from tilec.ir.errors import VerifyError
-from tilec.ir.ops import MBarrierArriveOp, MBarrierWaitOp, SmemLoadOp, TmaLoadOp, WarpSpecializeOp
+from tilec.ir.ops import (
+    ForOp,
+    IfOp,
+    MBarrierArriveOp,
+    MBarrierExpectOp,
+    MBarrierWaitOp,
+    SmemLoadOp,
+    TmaLoadOp,
+    WarpSpecializeOp,
+)
+from tilec.ir.types import SharedBufferType
 from tilec.passes import run_pipeline
+from tilec.passes.base import collecting_remarks
 from tilec.passes.pipelines import gluon_form
 
 CACHED = "canonicalize,peel,canonicalize,cse,reuse{cache=smem},cse"  # for forms gluon_form does not write
@@ -132,12 +145,25 @@ def has_in(block, cls: type) -> bool:  # type: ignore[no-untyped-def]
 
 def test_warp_specialize_leaves_kernels_it_cannot_split() -> None:
     ex = example("rmsnorm", 6, 1024)
-    # not pipelined: the copies are not a ring
-    k = ex.kernel(f"plan{{xblock=1,rblock=256,num_warps=4}},{CACHED},warp-specialize")
-    assert not has(k, WarpSpecializeOp)
     # one warp: Gluon specializes whole warp groups
     k = ex.kernel(f"plan{{xblock=1,rblock=256,num_warps=1}},{CACHED},pipeline{{stages=2}},warp-specialize")
     assert not has(k, WarpSpecializeOp)
+
+
+def test_an_unpipelined_cache_is_a_resident_ring() -> None:
+    """reuse{cache=smem}'s cache, not pipelined, is what the pass finds in a resident ring after
+    canonicalize: K slots, each copied once (constant items 0..K-1, no refill). The producer issues
+    the K copies; the kernel's warps wait for them as before."""
+    ex = example("rmsnorm", 6, 1024)
+    before = ex.kernel(f"plan{{xblock=1,rblock=256,num_warps=4}},{CACHED},dce")
+    k = ex.kernel(f"plan{{xblock=1,rblock=256,num_warps=4}},{CACHED},warp-specialize,canonicalize,cse,dce")
+    (ws,) = [op for op in k.walk() if isinstance(op, WarpSpecializeOp)]
+    producer = ws.regions[1]
+    assert len([op for op in producer.walk() if isinstance(op, TmaLoadOp)]) == 4
+    assert not has_in(producer, MBarrierWaitOp) and not has_in(producer, ForOp)
+    assert not has_in(ws.regions[0], MBarrierArriveOp)  # nothing is refilled: nothing to release
+    for seed in range(3):
+        assert same_bits(run(ex, before), run(ex, k, num_sms=2, seed=seed))
 
 
 def test_bad_options_are_errors() -> None:
@@ -146,6 +172,231 @@ def test_bad_options_are_errors() -> None:
         ex.kernel("plan,pipeline{stages=-1}")
     with pytest.raises(ValueError, match="producer_regs"):
         ex.kernel("plan,warp-specialize{producer_regs=20}")
+
+
+# ---------------------------------------------------------------------------------------------
+# warp-specialize on rings other passes have folded: it reads the ring from the TMA copies and
+# the barrier waits, so `canonicalize` between `pipeline` and `warp-specialize` changes nothing
+
+
+def folded_text(xblock: int, rblock: int, stages: int | None, persistent: bool, cse: bool = False) -> str:
+    """gluon_form with `canonicalize` (and `cse`) run on the ring before warp-specialize: prologue
+    guards on a constant item count fold away, slot indices fold to constants, refills proved in
+    range lose their guards."""
+    text = pipeline_text(xblock, rblock, stages, persistent, True)  # type: ignore[arg-type]
+    return text.replace(
+        "warp-specialize", "canonicalize,cse,warp-specialize" if cse else "canonicalize,warp-specialize"
+    )
+
+
+def producer_of(kernel: Kernel) -> Block:
+    (ws,) = [op for op in kernel.walk() if isinstance(op, WarpSpecializeOp)]
+    return ws.regions[1]
+
+
+@settings(
+    max_examples=examples(20),
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
+@given(
+    name=st.sampled_from(["rmsnorm", "layernorm", "softmax"]),
+    shape=st.sampled_from([(1, 512), (3, 1000), (8, 2048), (33, 1024), (4, 4104)]),
+    stages=st.sampled_from([1, 2, 3, 4, None]),
+    rblock=st.sampled_from([64, 256, 1024]),
+    persistent=st.booleans(),
+    cse=st.booleans(),
+    num_sms=st.integers(1, 4),
+    seed=st.integers(0, 2**16),
+)
+# a constant item count: all chunks resident, no refill left (the producer issues the copies in
+# order); a ring of 2 slots over 8 items (a loop over the items, its copy a refill's)
+@hypothesis.example(
+    name="rmsnorm", shape=(6, 1024), stages=None, rblock=256, persistent=False, cse=False, num_sms=2, seed=0
+)
+@hypothesis.example(
+    name="layernorm", shape=(3, 1000), stages=2, rblock=256, persistent=False, cse=True, num_sms=2, seed=1
+)
+@hypothesis.example(
+    name="softmax", shape=(8, 2048), stages=1, rblock=1024, persistent=False, cse=False, num_sms=3, seed=2
+)
+# a count known only at run time (persistent: the row blocks of the program)
+@hypothesis.example(
+    name="rmsnorm", shape=(33, 1024), stages=3, rblock=256, persistent=True, cse=False, num_sms=4, seed=3
+)
+@hypothesis.example(
+    name="softmax", shape=(4, 4104), stages=None, rblock=1024, persistent=True, cse=True, num_sms=2, seed=4
+)
+def test_folded_rings_specialize_and_equal_the_unpipelined_kernel(
+    name: str,
+    shape: tuple[int, int],
+    stages: int | None,
+    rblock: int,
+    persistent: bool,
+    cse: bool,
+    num_sms: int,
+    seed: int,
+) -> None:
+    ex = example(name, *shape)
+    before = ex.kernel(gluon_form(f"xblock=1,rblock={rblock},num_warps=4", pipelined=False))
+    text = folded_text(1, rblock, stages, persistent, cse)
+    with collecting_remarks() as remarks:
+        kernel = ex.kernel(text)
+    said = [r.message for r in remarks if r.pass_name == "warp-specialize"]
+    assert has(kernel, WarpSpecializeOp) == has(before, TmaLoadOp), said
+    got = run(ex, kernel, num_sms, seed)
+    assert same_bits(run(ex, before), got), print_kernel(kernel)
+    ex.check(got, text)
+
+
+@pytest.mark.parametrize(
+    "stages,persistent,loop",
+    [
+        (None, False, False),  # resident, a constant count: no refill, the copies one by one
+        (2, False, True),  # 8 items through 2 slots, a constant count: the refills are templates
+        (3, True, True),  # persistent: the count is computed at run time
+    ],
+)
+def test_folded_ring_producers(stages: int | None, persistent: bool, loop: bool) -> None:
+    ex = example("rmsnorm", 6, 1024)
+    ring = ",".join(
+        [
+            f"plan{{xblock=1,rblock=256,num_warps=4}},{CACHED}",
+            *(["persistent"] if persistent else []),
+            "pipeline" if stages is None else f"pipeline{{stages={stages}}}",
+        ]
+    )
+    pipelined = ex.kernel(ring)
+    folded = ex.kernel(f"{ring},canonicalize,warp-specialize")
+    producer = producer_of(folded)
+    assert has_in(producer, ForOp) == loop
+    assert has_in(producer, MBarrierWaitOp) == loop  # no refill: no slot to wait for
+    assert len([op for op in producer.walk() if isinstance(op, TmaLoadOp)]) == (1 if loop else 4)
+    # the prologue the producer took over is gone from the consumer; each refill became a release
+    consumer = next(op for op in folded.walk() if isinstance(op, WarpSpecializeOp)).regions[0]
+    assert not has_in(consumer, TmaLoadOp) and not has_in(consumer, MBarrierExpectOp)
+    copies = [op for op in pipelined.walk() if isinstance(op, TmaLoadOp)]
+    refills = len([op for op in copies if isinstance(ancestor_in(pipelined.body, op), ForOp)])  # in the work
+    arrives = len([op for op in consumer.walk() if isinstance(op, MBarrierArriveOp)])
+    assert arrives == (refills if loop else 0)
+    assert "tile.cta_barrier" not in print_kernel(folded)
+
+
+FOLDED_FORMS = {"resident": (None, False), "ring": (2, False), "persistent-ring": (3, True)}
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_100"])
+@pytest.mark.parametrize("form", sorted(FOLDED_FORMS))
+def test_folded_specialized_forms_compile(form: str, arch: str) -> None:
+    from tilec.emit.check import check_compile
+    from tilec.emit.gluon import emit_gluon
+
+    stages, persistent = FOLDED_FORMS[form]
+    k = example("layernorm", 6, 1000).kernel(folded_text(1, 256, stages, persistent, cse=True))
+    assert has(k, WarpSpecializeOp)
+    report = check_compile(emit_gluon(k), arch)
+    assert report.ok, report.summary() + "\n" + report.detail
+
+
+# What warp-specialize refuses, and the remark that says why. Each starts from a folded ring of 2
+# slots over 8 items (rmsnorm, 4 chunks, 2 phases): an unguarded prologue, the first phase's
+# refills unguarded, the second's guarded by `h < %items`.
+
+
+def _folded_ring() -> Kernel:
+    return example("rmsnorm", 6, 1024).kernel(
+        f"plan{{xblock=1,rblock=256,num_warps=4}},{CACHED},pipeline{{stages=2}},canonicalize"
+    )
+
+
+def _copies(k: Kernel) -> list[TmaLoadOp]:
+    return [op for op in k.walk() if isinstance(op, TmaLoadOp)]
+
+
+def _other_barrier(k: Kernel) -> None:
+    """One copy completes on a barrier of its own."""
+    copy = _copies(k)[-1]
+    alloc = defining_op(copy.bars)
+    assert alloc is not None
+    copy.bars = Builder.after(alloc).op("tile.mbarrier_alloc", type=copy.bars.type, name_hint="other")
+
+
+def _no_guards(k: Kernel) -> None:
+    """The second phase's refills lose their guards too: nothing says how many items there are."""
+    for op in list(k.walk()):
+        if isinstance(op, IfOp):
+            op.cond = Builder.before(op).constant(1, i1)
+    run_pipeline(Module([k]), "canonicalize")
+
+
+def _not_into_a_slot(k: Kernel) -> None:
+    """A copy into a buffer of its own, without slots."""
+    copy = _copies(k)[0]
+    t = copy.dst.type
+    assert isinstance(t, SharedBufferType)
+    alloc = defining_op(defining_op(copy.dst).buf)  # type: ignore[union-attr]
+    assert alloc is not None
+    copy.dst = Builder.after(alloc).op("tile.smem_alloc", type=t, name_hint="lone")
+
+
+def _no_prologue(k: Kernel) -> None:
+    """Item 1's first copy is gone (its expect too)."""
+    copy = _copies(k)[1]
+    block = copy.parent
+    assert block is not None
+    expect = [op for op in block.ops[: block.ops.index(copy)] if isinstance(op, MBarrierExpectOp)][-1]
+    copy.erase()
+    expect.erase()
+
+
+def _other_condition(k: Kernel) -> None:
+    """A refill under `h <= total`: not a count of items."""
+    guard = next(op for op in k.walk() if isinstance(op, IfOp))
+    cmp = defining_op(guard.cond)
+    assert cmp is not None
+    cmp.attributes["predicate"] = "le"
+
+
+def _disagreeing_copy(k: Kernel) -> None:
+    """Item 1 of the prologue copies the box of item 0: not what the refills compute for it."""
+    first, second = _copies(k)[:2]
+    second.coords = list(first.coords)
+
+
+def _no_consumer(k: Kernel) -> None:
+    for op in list(k.walk()):
+        if isinstance(op, MBarrierWaitOp):
+            op.erase()
+
+
+REFUSED: list[tuple[Callable[[Kernel], None], str]] = [
+    (_other_barrier, "the copies into %in_ptr0_cache complete on different barriers"),
+    (_no_guards, "the refills of %in_ptr0_cache are not guarded by `item < count`: the number of items is unknown"),
+    (_not_into_a_slot, "a TMA copy is not into a slot of a ring"),
+    (_no_prologue, "the ring %in_ptr0_cache has no prologue (items 0 to 1 copied before the work)"),
+    (_other_condition, "a copy into %in_ptr0_cache is under a `tile.if` other than `item < count`"),
+    (_disagreeing_copy, "the copies into %in_ptr0_cache disagree: the copy of item 1 is not the one"),
+    (_no_consumer, "nothing waits on %in_ptr0_ready: the copies into %in_ptr0_cache have no consumer"),
+]
+
+
+@pytest.mark.parametrize("breaks,why", REFUSED, ids=[b[0].__name__.strip("_") for b in REFUSED])
+def test_warp_specialize_refuses_what_is_not_a_ring(breaks: Callable[[Kernel], None], why: str) -> None:
+    k = _folded_ring()
+    assert run_warp_specialize(_folded_ring()) == []  # as it is, the kernel is specialized
+    breaks(k)
+    said = run_warp_specialize(k)
+    assert not has(k, WarpSpecializeOp)
+    assert len(said) == 1 and said[0].startswith(why), said
+
+
+def run_warp_specialize(k: Kernel) -> list[str]:
+    from tilec.passes.warp_specialize import WarpSpecialize
+
+    with collecting_remarks() as remarks:
+        WarpSpecialize().run(Module([k]))
+    return [r.message for r in remarks]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,9 +5,10 @@ constants (wrapped in `gl.constexpr`, so they are part of Triton's cache key), s
 allocated with the IR's shapes and layouts, TMA copies and mbarrier waits use the IR's phases,
 fences sit where the IR has them, and each warp-specialized partition becomes a function.
 
-The emitter keeps what the IR says: two shared-memory reads of one buffer with nothing in between
-stay two reads (Triton's CSE would merge them, so a CTA barrier separates them). It refuses IR
-that would fail at launch: a TMA box whose inner dimension is under 16 bytes or not a power of
+The emitter prints what the IR says and decides nothing a pass could: the CTA barrier that keeps
+two shared-memory reads of one buffer two reads (Triton's CSE would merge them) is a
+`tile.cta_barrier` the `separate-reads` pass placed, printed like any other. It refuses IR that
+would fail at launch: a TMA box whose inner dimension is under 16 bytes or not a power of
 two, shared memory over the budget, invalid swizzles (the layouts reject those themselves).
 
 The emitted module defines `KERNEL`, `SIGNATURE` (Triton's type string per parameter, for
@@ -21,7 +22,6 @@ ahead-of-time compilation), `CONSTEXPRS`, `DIVISIBLE` (the pointer parameters), 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from tilec.emit.common import EmitError, check_source, py_expr, require_planned, single_kernel
 from tilec.emit.gluon_api import gluon_api
@@ -30,6 +30,18 @@ from tilec.ir.core import Kernel, Module, Operation, Value
 from tilec.ir.dtypes import DType
 from tilec.ir.expr import evaluate
 from tilec.ir.layouts import BlockedLayout, Layout, NVMMASharedLayout, SliceLayout, SwizzledSharedLayout
+from tilec.ir.ops import (
+    MBarrierOp,
+    MBarrierWaitOp,
+    SmemIndexOp,
+    SmemLoadOp,
+    SmemSliceOp,
+    SmemStoreOp,
+    TmaLoadOp,
+    TmaStoreOp,
+    WarpSpecializeOp,
+    yielded_values,
+)
 from tilec.ir.printer import layout_aliases
 from tilec.ir.target import DEFAULT
 from tilec.ir.types import MBarrierType, PointerType, SharedBufferType, TensorDescType, TileType
@@ -117,7 +129,6 @@ class GluonEmitter(PythonEmitter):
             self.layout_names[layout] = self.names.fresh(alias[1:].upper())
         self.api = gluon_api()
         self.partitions: list[str] = []  # emitted partition functions
-        self.smem_reads: dict[tuple[int, Any], Value] = {}
         self.check_launchable()
 
     # -- layouts
@@ -152,33 +163,6 @@ class GluonEmitter(PythonEmitter):
                     raise EmitError(
                         f"TMA descriptor %{p.name_hint}: box dimensions must be powers of two, got {block}", self.k.loc
                     )
-
-    # -- shared-memory reads stay reads
-
-    def note_effect(self, op: Operation) -> None:
-        if not op.is_pure and "reads" not in op.traits:
-            self.smem_reads.clear()
-
-    def separate_repeated_read(self, op: Operation, depth: int) -> None:
-        t = op.result.type
-        key = (id(op.operands[0]), getattr(t, "layout", None))
-        if key in self.smem_reads:
-            self.emit(
-                depth, f"{self.api.cta_barrier}()  # keeps a second read of the buffer from being merged with the first"
-            )
-        self.smem_reads[key] = op.operands[0]
-
-    def block(self, block: Any, depth: int) -> None:
-        saved = dict(self.smem_reads)
-        self.smem_reads.clear()
-        super().block(block, depth)
-        self.smem_reads = saved
-
-    def block_op(self, op: Operation, depth: int) -> None:
-        if op.name == "tile.smem_load":
-            self.separate_repeated_read(op, depth)
-        super().block_op(op, depth)
-        self.note_effect(op)
 
     # -- the kernel
 
@@ -293,7 +277,8 @@ class GluonEmitter(PythonEmitter):
 
 
 def _bar(e: GluonEmitter, o: Operation) -> str:
-    return f"{e.n(o.operands[0])}.index({e.n(o.operands[1])})"
+    assert isinstance(o, MBarrierOp)
+    return f"{e.n(o.bars)}.index({e.n(o.index)})"
 
 
 def _smem_alloc(e: GluonEmitter, o: Operation, d: int) -> None:
@@ -304,41 +289,44 @@ def _smem_alloc(e: GluonEmitter, o: Operation, d: int) -> None:
 
 
 def _smem_index(e: GluonEmitter, o: Operation, d: int) -> None:
-    e.assign(o, f"{e.n(o.operands[0])}.index({e.n(o.operands[1])})", d)
+    assert isinstance(o, SmemIndexOp)
+    e.assign(o, f"{e.n(o.buf)}.index({e.n(o.slot)})", d)
 
 
 def _smem_slice(e: GluonEmitter, o: Operation, d: int) -> None:
-    e.assign(o, f"{e.n(o.operands[0])}.slice({o.attr('start')}, {o.attr('length')}, {o.attr('dim')})", d)
+    assert isinstance(o, SmemSliceOp)
+    e.assign(o, f"{e.n(o.buf)}.slice({o.attr('start')}, {o.attr('length')}, {o.attr('dim')})", d)
 
 
 def _smem_load(e: GluonEmitter, o: Operation, d: int) -> None:
+    assert isinstance(o, SmemLoadOp)
     t = o.result.type
     assert isinstance(t, TileType)
-    e.assign(o, f"{e.n(o.operands[0])}.load({e.layout(t.layout)})", d)
+    e.assign(o, f"{e.n(o.buf)}.load({e.layout(t.layout)})", d)
 
 
 def _smem_store(e: GluonEmitter, o: Operation, d: int) -> None:
-    e.emit(d, f"{e.n(o.operands[0])}.store({e.n(o.operands[1])})", o)
+    assert isinstance(o, SmemStoreOp)
+    e.emit(d, f"{e.n(o.buf)}.store({e.n(o.value)})", o)
 
 
-def _desc_coords(e: GluonEmitter, o: Operation) -> tuple[str, str, list[Value]]:
-    t = o.operands[0].type
-    assert isinstance(t, TensorDescType)
-    rank = len(t.block_shape)
-    coords = "[" + ", ".join(e.n(v) for v in o.operands[1 : 1 + rank]) + "]"
-    return e.n(o.operands[0]), coords, o.operands[1 + rank :]
+def _coords(e: GluonEmitter, coords: list[Value]) -> str:
+    return "[" + ", ".join(e.n(v) for v in coords) + "]"
 
 
 def _tma_load(e: GluonEmitter, o: Operation, d: int) -> None:
-    desc, coords, rest = _desc_coords(e, o)
-    bars, idx, dst = rest[0], rest[1], rest[2]
-    pred = f", pred={e.n(rest[3])}" if len(rest) > 3 else ""
-    e.emit(d, f"{e.api.tma_load}({desc}, {coords}, {e.n(bars)}.index({e.n(idx)}), {e.n(dst)}{pred})", o)
+    assert isinstance(o, TmaLoadOp)
+    pred = f", pred={e.n(o.pred)}" if o.pred is not None else ""
+    e.emit(
+        d,
+        f"{e.api.tma_load}({e.n(o.desc)}, {_coords(e, o.coords)}, {e.n(o.bars)}.index({e.n(o.index)}), {e.n(o.dst)}{pred})",
+        o,
+    )
 
 
 def _tma_store(e: GluonEmitter, o: Operation, d: int) -> None:
-    desc, coords, rest = _desc_coords(e, o)
-    e.emit(d, f"{e.api.tma_store}({desc}, {coords}, {e.n(rest[0])})", o)
+    assert isinstance(o, TmaStoreOp)
+    e.emit(d, f"{e.api.tma_store}({e.n(o.desc)}, {_coords(e, o.coords)}, {e.n(o.src)})", o)
 
 
 def _tma_store_wait(e: GluonEmitter, o: Operation, d: int) -> None:
@@ -361,7 +349,8 @@ def _mbarrier_expect(e: GluonEmitter, o: Operation, d: int) -> None:
 
 
 def _mbarrier_wait(e: GluonEmitter, o: Operation, d: int) -> None:
-    e.emit(d, f"mbarrier.wait({_bar(e, o)}, {e.n(o.operands[2])})", o)
+    assert isinstance(o, MBarrierWaitOp)
+    e.emit(d, f"mbarrier.wait({_bar(e, o)}, {e.n(o.phase)})", o)
 
 
 def _mbarrier_arrive(e: GluonEmitter, o: Operation, d: int) -> None:
@@ -381,8 +370,6 @@ def _cta_barrier(e: GluonEmitter, o: Operation, d: int) -> None:
 
 
 def _warp_specialize(e: GluonEmitter, o: Operation, d: int) -> None:
-    from tilec.ir.ops import WarpSpecializeOp
-
     assert isinstance(o, WarpSpecializeOp)
     entries = []
     for i, region in enumerate(o.regions):
@@ -390,9 +377,9 @@ def _warp_specialize(e: GluonEmitter, o: Operation, d: int) -> None:
         saved, e.lines = e.lines, []
         e.lines += ["@gluon.jit", f"def {fn}({', '.join(e.n(a) for a in region.args)}):"]
         e.body(region, 1)
-        term = region.terminator
-        if term is not None and term.operands:
-            e.emit(1, f"return {', '.join(e.n(v) for v in term.operands)}")
+        returned = yielded_values(region)
+        if returned:
+            e.emit(1, f"return {', '.join(e.n(v) for v in returned)}")
         e.partitions.append("\n".join(e.lines))
         e.lines = saved
         captures = [e.n(v) for v in o.partition_captures(i)]

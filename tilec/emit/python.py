@@ -17,7 +17,31 @@ from tilec.emit.common import EmitError, PyNames, py_float
 from tilec.ir.core import Block, Kernel, Operation, Value
 from tilec.ir.dtypes import DType
 from tilec.ir.layouts import Layout
-from tilec.ir.ops import ELEMENTWISE_OPS
+from tilec.ir.ops import (
+    ELEMENTWISE_OPS,
+    ArgCombineOp,
+    ArgReduceOp,
+    BitcastOp,
+    BroadcastOp,
+    CastOp,
+    CmpOp,
+    ConvertLayoutOp,
+    ElementwiseOp,
+    ExpandDimsOp,
+    ForOp,
+    IfOp,
+    LoadOp,
+    ReduceOp,
+    ReductionOp,
+    ReshapeOp,
+    SoftmaxCombineOp,
+    SoftmaxReduceOp,
+    StoreOp,
+    WelfordCombineOp,
+    WelfordOp,
+    WhereOp,
+    yielded_values,
+)
 from tilec.ir.ops.common import elem_dtype
 from tilec.ir.types import TileType
 
@@ -293,9 +317,10 @@ class PythonEmitter:
     # -- elementwise math
 
     def elementwise(self, op: Operation, depth: int) -> None:
+        assert isinstance(op, ElementwiseOp)
         dt = elem_dtype(op.result.type)
-        operand_dt = elem_dtype(op.operands[-1].type)
-        assert dt is not None and operand_dt is not None
+        operand_dt = op.operand_dtype
+        assert dt is not None
         # bf16 and f16 math runs in f32 and rounds once: the IR's meaning, what GPUs do, and the only
         # form Triton's interpreter gets right for bf16
         half = operand_dt.name in ("f16", "bf16")
@@ -342,14 +367,15 @@ class PythonEmitter:
     # -- reductions
 
     def masked_operand(self, op: Operation, depth: int, fill: float | int) -> str:
-        """Operand 0 with masked-off elements replaced by `fill` (a new line when there is a mask)."""
-        x = self.n(op.operands[0])
-        if len(op.operands) < 2:
+        """The reduced operand with masked-off elements replaced by `fill` (a new line when there is a mask)."""
+        assert isinstance(op, ReductionOp)
+        x = self.n(op.src)
+        if op.mask is None:
             return x
-        t = op.operands[0].type
+        t = op.src.type
         assert isinstance(t, TileType)
         name = self.fresh(f"{x}_masked")
-        self.emit(depth, f"{name} = {self.L}.where({self.n(op.operands[1])}, {x}, {self.fill(t, fill)})")
+        self.emit(depth, f"{name} = {self.L}.where({self.n(op.mask)}, {x}, {self.fill(t, fill)})")
         return name
 
     def positions(self, t: TileType, axis: int, depth: int, dtype: DType) -> str:
@@ -421,8 +447,8 @@ def _arange(e: PythonEmitter, o: Operation, d: int) -> None:
 @op("tile.broadcast")
 def _broadcast(e: PythonEmitter, o: Operation, d: int) -> None:
     t = o.result.type
-    assert isinstance(t, TileType)
-    src = o.operands[0]
+    assert isinstance(t, TileType) and isinstance(o, BroadcastOp)
+    src = o.src
     if isinstance(src.type, DType):
         e.assign(o, f"{e.L}.full({shape_text(t)}, {e.n(src)}, {e.dtype(t.dtype)}{e.with_layout(t)})", d)
     else:
@@ -431,41 +457,45 @@ def _broadcast(e: PythonEmitter, o: Operation, d: int) -> None:
 
 @op("tile.expand_dims")
 def _expand_dims(e: PythonEmitter, o: Operation, d: int) -> None:
-    e.assign(o, f"{e.L}.expand_dims({e.n(o.operands[0])}, {o.attr('axis')})", d)
+    assert isinstance(o, ExpandDimsOp)
+    e.assign(o, f"{e.L}.expand_dims({e.n(o.src)}, {o.attr('axis')})", d)
 
 
 @op("tile.reshape")
 def _reshape(e: PythonEmitter, o: Operation, d: int) -> None:
-    e.assign(o, f"{e.L}.reshape({e.n(o.operands[0])}, {shape_text(o.result.type)})", d)
+    assert isinstance(o, ReshapeOp)
+    e.assign(o, f"{e.L}.reshape({e.n(o.src)}, {shape_text(o.result.type)})", d)
 
 
 @op("tile.convert_layout")
 def _convert_layout(e: PythonEmitter, o: Operation, d: int) -> None:
     t = o.result.type
-    assert isinstance(t, TileType)
+    assert isinstance(t, TileType) and isinstance(o, ConvertLayoutOp)
     lay = e.layout(t.layout)
-    e.assign(o, f"{e.L}.convert_layout({e.n(o.operands[0])}, {lay})" if lay else e.n(o.operands[0]), d)
+    e.assign(o, f"{e.L}.convert_layout({e.n(o.src)}, {lay})" if lay else e.n(o.src), d)
 
 
 @op("tile.cmp")
 def _cmp(e: PythonEmitter, o: Operation, d: int) -> None:
-    half = elem_dtype(o.operands[0].type) in (DType("f16"), DType("bf16"))
-    a, b = (f"{e.n(v)}.to({e.L}.float32)" if half else e.n(v) for v in o.operands)
+    assert isinstance(o, CmpOp)
+    half = o.operand_dtype in (DType("f16"), DType("bf16"))
+    a, b = (f"{e.n(v)}.to({e.L}.float32)" if half else e.n(v) for v in (o.lhs, o.rhs))
     e.assign(o, f"{a} {CMP_SYMBOLS[o.attr('predicate')]} {b}", d)
 
 
 @op("tile.where")
 def _where(e: PythonEmitter, o: Operation, d: int) -> None:
-    c, a, b = (e.n(v) for v in o.operands)
+    assert isinstance(o, WhereOp)
+    c, a, b = e.n(o.cond), e.n(o.true_value), e.n(o.false_value)
     e.assign(o, f"{e.L}.where({c}, {a}, {b})", d)
 
 
 @op("tile.cast")
 def _cast(e: PythonEmitter, o: Operation, d: int) -> None:
     dt = elem_dtype(o.result.type)
-    assert dt is not None
-    src = e.n(o.operands[0])
-    src_dt = elem_dtype(o.operands[0].type)
+    assert dt is not None and isinstance(o, CastOp)
+    src = e.n(o.src)
+    src_dt = elem_dtype(o.src.type)
     if dt.is_bool:
         e.assign(o, f"{src} != 0", d)
     elif dt.is_float and src_dt is not None and src_dt.is_float and src_dt.bits > dt.bits:
@@ -481,17 +511,18 @@ def _cast(e: PythonEmitter, o: Operation, d: int) -> None:
 @op("tile.bitcast")
 def _bitcast(e: PythonEmitter, o: Operation, d: int) -> None:
     dt = elem_dtype(o.result.type)
-    assert dt is not None
-    e.assign(o, f"{e.L}.cast({e.n(o.operands[0])}, {e.dtype(dt)}, bitcast=True)", d)
+    assert dt is not None and isinstance(o, BitcastOp)
+    e.assign(o, f"{e.L}.cast({e.n(o.src)}, {e.dtype(dt)}, bitcast=True)", d)
 
 
 @op("tile.load")
 def _load(e: PythonEmitter, o: Operation, d: int) -> None:
-    ptr, offs = e.n(o.operands[0]), e.n(o.operands[1])
+    assert isinstance(o, LoadOp)
+    ptr, offs = e.n(o.ptr), e.n(o.offsets)
     args = [f"{ptr} + {offs}"]
-    if len(o.operands) > 2:
-        args.append(f"mask={e.n(o.operands[2])}")
-        args.append(f"other={e.n(o.operands[3]) if len(o.operands) > 3 else '0'}")
+    if o.mask is not None:
+        args.append(f"mask={e.n(o.mask)}")
+        args.append(f"other={e.n(o.other) if o.other is not None else '0'}")
     if o.attr("eviction"):
         args.append(f'eviction_policy="{o.attr("eviction")}"')
     e.assign(o, f"{e.L}.load({', '.join(args)})", d)
@@ -499,15 +530,17 @@ def _load(e: PythonEmitter, o: Operation, d: int) -> None:
 
 @op("tile.store")
 def _store(e: PythonEmitter, o: Operation, d: int) -> None:
-    ptr, offs, val = (e.n(v) for v in o.operands[:3])
-    mask = f", mask={e.n(o.operands[3])}" if len(o.operands) > 3 else ""
+    assert isinstance(o, StoreOp)
+    ptr, offs, val = e.n(o.ptr), e.n(o.offsets), e.n(o.value)
+    mask = f", mask={e.n(o.mask)}" if o.mask is not None else ""
     e.emit(d, f"{e.L}.store({ptr} + {offs}, {val}{mask})", o)
 
 
 @op("tile.reduce")
 def _reduce(e: PythonEmitter, o: Operation, d: int) -> None:
+    assert isinstance(o, ReduceOp)
     kind, axis = o.attr("kind"), o.attr("axis")
-    t = o.operands[0].type
+    t = o.src.type
     assert isinstance(t, TileType)
     if t.dtype.name in ("f16", "bf16"):
         raise EmitError(
@@ -530,17 +563,18 @@ def _reduce(e: PythonEmitter, o: Operation, d: int) -> None:
 
 @op("tile.argreduce")
 def _argreduce(e: PythonEmitter, o: Operation, d: int) -> None:
+    assert isinstance(o, ArgReduceOp)
     kind, axis = o.attr("kind"), o.attr("axis")
-    t = o.operands[0].type
+    t = o.src.type
     assert isinstance(t, TileType)
     idx_dt = elem_dtype(o.results[1].type)
     assert idx_dt is not None
     n = t.shape[axis]
     pos = e.positions(t, axis, d, idx_dt)
-    x = e.n(o.operands[0])
-    if len(o.operands) > 1:
+    x = e.n(o.src)
+    if o.mask is not None:
         # masked-off elements lose every comparison: the worst value and an index past the end
-        m = e.n(o.operands[1])
+        m = e.n(o.mask)
         masked = e.fresh(f"{x}_masked")
         e.emit(d, f"{masked} = {e.L}.where({m}, {x}, {e.fill(t, extreme(t.dtype, kind))})")
         mpos = e.fresh("pos_masked")
@@ -555,13 +589,14 @@ def _argreduce(e: PythonEmitter, o: Operation, d: int) -> None:
 
 @op("tile.welford")
 def _welford(e: PythonEmitter, o: Operation, d: int) -> None:
+    assert isinstance(o, WelfordOp)
     axis = o.attr("axis")
-    t = o.operands[0].type
+    t = o.src.type
     assert isinstance(t, TileType)
-    x = e.n(o.operands[0])
+    x = e.n(o.src)
     n0 = e.fresh(f"{x}_n0")
-    if len(o.operands) > 1:
-        m = e.n(o.operands[1])
+    if o.mask is not None:
+        m = e.n(o.mask)
         mean0 = e.fresh(f"{x}_mean0")
         e.emit(d, f"{mean0} = {e.L}.where({m}, {x}, 0.0)")
         e.emit(d, f"{n0} = {e.L}.where({m}, 1.0, {e.fill(t, 0.0)})")
@@ -577,11 +612,13 @@ def _welford(e: PythonEmitter, o: Operation, d: int) -> None:
 def _welford_combine(e: PythonEmitter, o: Operation, d: int) -> None:
     e.helpers.add("welford")
     names = ", ".join(e.n(r) for r in o.results)
-    e.emit(d, f"{names} = _tilec_welford({', '.join(e.n(v) for v in o.operands)})", o)
+    assert isinstance(o, WelfordCombineOp)
+    e.emit(d, f"{names} = _tilec_welford({', '.join(e.n(v) for v in o.partials)})", o)
 
 
 @op("tile.softmax_reduce")
 def _softmax_reduce(e: PythonEmitter, o: Operation, d: int) -> None:
+    assert isinstance(o, SoftmaxReduceOp)
     axis = o.attr("axis")
     x = e.masked_operand(o, d, float("-inf"))
     e.helpers.add("max")
@@ -589,10 +626,10 @@ def _softmax_reduce(e: PythonEmitter, o: Operation, d: int) -> None:
     e.emit(d, f"{mx} = {e.L}.reduce({x}, {axis}, _tilec_max)", o)
     ex = e.fresh("exps")
     shifted = f"{e.L}.exp({x} - {e.L}.expand_dims({mx}, {axis}))"
-    if len(o.operands) > 1:
-        t = o.operands[0].type
+    if o.mask is not None:
+        t = o.src.type
         assert isinstance(t, TileType)
-        e.emit(d, f"{ex} = {e.L}.where({e.n(o.operands[1])}, {shifted}, {e.fill(t, 0.0)})")
+        e.emit(d, f"{ex} = {e.L}.where({e.n(o.mask)}, {shifted}, {e.fill(t, 0.0)})")
     else:
         e.emit(d, f"{ex} = {shifted}")
     e.emit(d, f'{s} = {e.L}.where({mx} == float("-inf"), 0.0, {e.L}.sum({ex}, {axis}))')
@@ -600,7 +637,8 @@ def _softmax_reduce(e: PythonEmitter, o: Operation, d: int) -> None:
 
 @op("tile.softmax_combine")
 def _softmax_combine(e: PythonEmitter, o: Operation, d: int) -> None:
-    ma, sa, mb, sb = (e.n(v) for v in o.operands)
+    assert isinstance(o, SoftmaxCombineOp)
+    ma, sa, mb, sb = (e.n(v) for v in o.partials)
     m, s = (e.n(r) for r in o.results)
     lang = e.L
     e.emit(d, f"{m} = {lang}.maximum({ma}, {mb}, propagate_nan=tl.PropagateNan.ALL)", o)
@@ -616,23 +654,25 @@ def _arg_combine(e: PythonEmitter, o: Operation, d: int) -> None:
     kind = o.attr("kind")
     e.helpers.add(f"arg{kind}")
     names = ", ".join(e.n(r) for r in o.results)
-    e.emit(d, f"{names} = _tilec_arg{kind}({', '.join(e.n(v) for v in o.operands)})", o)
+    assert isinstance(o, ArgCombineOp)
+    e.emit(d, f"{names} = _tilec_arg{kind}({', '.join(e.n(v) for v in o.partials)})", o)
 
 
 @op("tile.for")
 def _for(e: PythonEmitter, o: Operation, d: int) -> None:
-    body = o.regions[0]
-    iv, iters = body.args[0], body.args[1:]
-    for a, init in zip(iters, o.operands[3:]):
+    assert isinstance(o, ForOp)
+    body = o.body
+    iv, iters = o.induction_var, o.iter_args
+    for a, init in zip(iters, o.inits):
         e.emit(d, f"{e.n(a)} = {e.carried(init)}")
-    lo, hi, step = (e.bound(v) for v in o.operands[:3])
+    lo, hi, step = e.bound(o.lower), e.bound(o.upper), e.bound(o.step)
     rng = f"{e.L}.static_range" if o.attr("unroll") else "range"
     e.emit(d, f"for {e.n(iv)} in {rng}({lo}, {hi}, {step}):", o)
     start = len(e.lines)
     e.block(body, d + 1)
-    term = body.terminator
-    if iters and term is not None:
-        e.emit(d + 1, f"{', '.join(e.n(a) for a in iters)} = {', '.join(e.carried(v) for v in term.operands)}")
+    if iters and body.terminator is not None:
+        carried = ", ".join(e.carried(v) for v in yielded_values(body))
+        e.emit(d + 1, f"{', '.join(e.n(a) for a in iters)} = {carried}")
     if len(e.lines) == start:
         e.emit(d + 1, "pass")
     for r, a in zip(o.results, iters):
@@ -641,7 +681,8 @@ def _for(e: PythonEmitter, o: Operation, d: int) -> None:
 
 @op("tile.if")
 def _if(e: PythonEmitter, o: Operation, d: int) -> None:
-    e.emit(d, f"if {e.n(o.operands[0])}:", o)
+    assert isinstance(o, IfOp)
+    e.emit(d, f"if {e.n(o.cond)}:", o)
     for i, region in enumerate(o.regions):
         if i == 1:
             if not o.results and all(inner.name == "tile.yield" for inner in region.ops):
@@ -649,8 +690,8 @@ def _if(e: PythonEmitter, o: Operation, d: int) -> None:
             e.emit(d, "else:")
         start = len(e.lines)
         e.block(region, d + 1)
-        term = region.terminator
-        if o.results and term is not None:
-            e.emit(d + 1, f"{', '.join(e.n(r) for r in o.results)} = {', '.join(e.carried(v) for v in term.operands)}")
+        if o.results and region.terminator is not None:
+            carried = ", ".join(e.carried(v) for v in yielded_values(region))
+            e.emit(d + 1, f"{', '.join(e.n(r) for r in o.results)} = {carried}")
         if len(e.lines) == start:
             e.emit(d + 1, "pass")

@@ -310,7 +310,7 @@ class KernelBuilder:
             if broadcast or not any(c == 1 for _, c in strides):
                 op.attributes["eviction"] = "evict_last"
             elif self.reduction and op.parent is not self.lb.kernel.body:  # in a loop
-                again = any(later.operands[0] is op.operands[0] for later in loads[i + 1 :])
+                again = any(later.ptr is op.ptr for later in loads[i + 1 :])
                 op.attributes["eviction"] = "evict_last" if again else "evict_first"
 
     def _begin_store(self, name: str, index: sympy.Expr, value: TV | PendingReduction) -> str | None:
@@ -421,9 +421,9 @@ class KernelBuilder:
         writes: set[int] = set()
         for op in kernel.walk():
             if isinstance(op, LoadOp):
-                reads.add(id(op.operands[0]))
+                reads.add(id(op.ptr))
             elif isinstance(op, StoreOp):
-                writes.add(id(op.operands[0]))
+                writes.add(id(op.ptr))
         args = []
         for p in kernel.params:
             assert isinstance(p.type, PointerType) and p.name_hint is not None

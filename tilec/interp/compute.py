@@ -10,7 +10,7 @@ CPU. docs/numerics.md says where the GPUs and Triton's interpreter differ from t
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -34,7 +34,36 @@ class Context(Protocol):
     def value(self, e: IntExpr) -> int: ...
 
 
-Impl = Callable[[Operation, list[Any], Context], list[Any]]
+class Operands:
+    """An op's evaluated operands: by their declared names (`args.src`; a Variadic reads as a list,
+    an absent Optional as None) or in order (iterating, `len`)."""
+
+    __slots__ = ("_op", "_values")
+
+    def __init__(self, op: Operation, values: Sequence[Any]) -> None:
+        self._op = op
+        self._values = list(values)
+
+    def __getattr__(self, name: str) -> Any:
+        defs = {d.name: d for d in self._op.operand_defs}
+        if name not in defs:
+            raise AttributeError(f"'{self._op.name}' has no operand '{name}'")
+        seg = self._op.operand_segments()[name]
+        kind = defs[name].kind
+        if kind == "variadic":
+            return self._values[seg]
+        if kind == "optional":
+            return self._values[seg.start] if seg.stop > seg.start else None
+        return self._values[seg.start]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+Impl = Callable[[Operation, Operands, Context], list[Any]]
 
 IMPLS: dict[str, Impl] = {}
 
@@ -63,41 +92,41 @@ def scalar(value: Any, dt: DType) -> Tensor:
 
 
 @impl("tile.constant")
-def _constant(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+def _constant(op: Operation, args: Operands, ctx: Context) -> list[Any]:
     value = op.attr("value")
     return [scalar(ctx.value(value) if isinstance(value, Expr) else value, result_dtype(op))]
 
 
 @impl("tile.full")
-def _full(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+def _full(op: Operation, args: Operands, ctx: Context) -> list[Any]:
     return [torch.full(ctx.shape(op.result.type), op.attr("value"), dtype=to_torch(result_dtype(op)))]
 
 
 @impl("tile.arange")
-def _arange(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+def _arange(op: Operation, args: Operands, ctx: Context) -> list[Any]:
     (n,) = ctx.shape(op.result.type)
     start = op.attr("start")
     return [torch.arange(start, start + n, dtype=torch.int32)]
 
 
 @impl("tile.broadcast")
-def _broadcast(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
-    return [args[0].expand(ctx.shape(op.result.type))]
+def _broadcast(op: Operation, args: Operands, ctx: Context) -> list[Any]:
+    return [args.src.expand(ctx.shape(op.result.type))]
 
 
 @impl("tile.expand_dims")
-def _expand_dims(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
-    return [args[0].unsqueeze(op.attr("axis"))]
+def _expand_dims(op: Operation, args: Operands, ctx: Context) -> list[Any]:
+    return [args.src.unsqueeze(op.attr("axis"))]
 
 
 @impl("tile.reshape")
-def _reshape(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
-    return [args[0].reshape(ctx.shape(op.result.type))]
+def _reshape(op: Operation, args: Operands, ctx: Context) -> list[Any]:
+    return [args.src.reshape(ctx.shape(op.result.type))]
 
 
 @impl("tile.convert_layout")
-def _convert_layout(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
-    return [args[0]]
+def _convert_layout(op: Operation, args: Operands, ctx: Context) -> list[Any]:
+    return [args.src]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,7 +192,7 @@ UNARY: dict[str, Callable[[Tensor], Tensor]] = {
 }
 
 
-def _elementwise(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+def _elementwise(op: Operation, args: Operands, ctx: Context) -> list[Any]:
     dt = result_dtype(op)
     out_t = to_torch(dt)
     if op.name in BINARY:
@@ -196,27 +225,27 @@ _CMP: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
 
 
 @impl("tile.cmp")
-def _cmp(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
-    return [_CMP[op.attr("predicate")](args[0], args[1])]
+def _cmp(op: Operation, args: Operands, ctx: Context) -> list[Any]:
+    return [_CMP[op.attr("predicate")](args.lhs, args.rhs)]
 
 
 @impl("tile.where")
-def _where(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
-    return [torch.where(args[0], args[1], args[2])]
+def _where(op: Operation, args: Operands, ctx: Context) -> list[Any]:
+    return [torch.where(args.cond, args.true_value, args.false_value)]
 
 
 @impl("tile.cast")
-def _cast(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+def _cast(op: Operation, args: Operands, ctx: Context) -> list[Any]:
     dt = result_dtype(op)
-    x = args[0]
+    x = args.src
     if dt.is_bool:
         return [x != 0]
     return [x.to(to_torch(dt))]
 
 
 @impl("tile.bitcast")
-def _bitcast(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
-    return [args[0].contiguous().view(to_torch(result_dtype(op)))]
+def _bitcast(op: Operation, args: Operands, ctx: Context) -> list[Any]:
+    return [args.src.contiguous().view(to_torch(result_dtype(op)))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,14 +265,14 @@ def _identity(kind: str, t: torch.dtype) -> float | int | bool:
     return info.min if kind == "max" else info.max
 
 
-def _masked(args: list[Any]) -> tuple[Tensor, Tensor]:
-    x = args[0]
-    mask = args[1] if len(args) > 1 else torch.ones_like(x, dtype=torch.bool)
+def _masked(args: Operands) -> tuple[Tensor, Tensor]:
+    x = args.src
+    mask = args.mask if args.mask is not None else torch.ones_like(x, dtype=torch.bool)
     return x, mask.expand(x.shape)
 
 
 @impl("tile.reduce")
-def _reduce(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+def _reduce(op: Operation, args: Operands, ctx: Context) -> list[Any]:
     x, mask = _masked(args)
     kind, axis = op.attr("kind"), op.attr("axis")
     filled = torch.where(mask, x, torch.tensor(_identity(kind, x.dtype), dtype=x.dtype))
@@ -261,7 +290,7 @@ def _reduce(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
 
 
 @impl("tile.argreduce")
-def _argreduce(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+def _argreduce(op: Operation, args: Operands, ctx: Context) -> list[Any]:
     x, mask = _masked(args)
     kind, axis = op.attr("kind"), op.attr("axis")
     n = x.shape[axis]
@@ -285,7 +314,7 @@ def _argreduce(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
 
 
 @impl("tile.welford")
-def _welford(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+def _welford(op: Operation, args: Operands, ctx: Context) -> list[Any]:
     x, mask = _masked(args)
     axis = op.attr("axis")
     xd = torch.where(mask, x.double(), torch.zeros((), dtype=torch.float64))  # masked-off elements take no part
@@ -300,7 +329,7 @@ def _welford(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
 
 
 @impl("tile.welford_combine")
-def _welford_combine(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+def _welford_combine(op: Operation, args: Operands, ctx: Context) -> list[Any]:
     ma, m2a, na, mb, m2b, nb = (a.double() for a in args)
     n = na + nb
     frac = torch.where(n > 0, nb / torch.where(n > 0, n, torch.ones_like(n)), torch.zeros_like(n))
@@ -316,7 +345,7 @@ def _welford_combine(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
 
 
 @impl("tile.softmax_reduce")
-def _softmax_reduce(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+def _softmax_reduce(op: Operation, args: Operands, ctx: Context) -> list[Any]:
     x, mask = _masked(args)
     axis = op.attr("axis")
     filled = torch.where(mask, x, torch.tensor(-math.inf, dtype=x.dtype))
@@ -335,7 +364,7 @@ def _scale(s: Tensor, m_from: Tensor, m_to: Tensor) -> Tensor:
 
 
 @impl("tile.softmax_combine")
-def _softmax_combine(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+def _softmax_combine(op: Operation, args: Operands, ctx: Context) -> list[Any]:
     ma, sa, mb, sb = args
     m = torch.maximum(ma, mb)
     s = _scale(sa, ma, m) + _scale(sb, mb, m)
@@ -343,7 +372,7 @@ def _softmax_combine(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
 
 
 @impl("tile.arg_combine")
-def _arg_combine(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
+def _arg_combine(op: Operation, args: Operands, ctx: Context) -> list[Any]:
     va, ia, vb, ib = args
     better = torch.gt if op.attr("kind") == "max" else torch.lt
     if va.is_floating_point():
@@ -354,12 +383,12 @@ def _arg_combine(op: Operation, args: list[Any], ctx: Context) -> list[Any]:
     return [torch.where(b_wins, vb, va), torch.where(b_wins, ib, ia)]
 
 
-def run_pure(op: Operation, args: Sequence[Any], ctx: Context) -> list[Any]:
+def run_pure(op: Operation, args: Operands | Sequence[Any], ctx: Context) -> list[Any]:
     fn = IMPLS.get(op.name)
     if fn is None:
         raise ExecutionError("has no interpreter semantics", op)
     try:
-        return fn(op, list(args), ctx)
+        return fn(op, args if isinstance(args, Operands) else Operands(op, args), ctx)
     except ExecutionError:
         raise
     except RuntimeError as e:  # torch refused (e.g. an op on a dtype it lacks)

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from tilec.interp.barriers import MBarrier, barrier_clock_id
-from tilec.interp.compute import run_pure, scalar
+from tilec.interp.compute import Operands, run_pure, scalar
 from tilec.interp.dtypes import to_torch
 from tilec.interp.errors import DeadlockError, ExecutionError, ProtocolError
 from tilec.interp.memory import Agent, Descriptor, GlobalPtr, SharedBuffer, SharedMemory, SmemView
@@ -136,7 +136,7 @@ class Program:
         for op in block.ops:
             if isinstance(op, YieldOp):
                 return [env[id(v)] for v in op.operands]
-            args = [env[id(v)] for v in op.operands]
+            args = Operands(op, [env[id(v)] for v in op.operands])
             handler = HANDLERS.get(type(op))
             if handler is None:
                 results = run_pure(op, args, self.launch)
@@ -212,8 +212,8 @@ class Launch:
 # ---------------------------------------------------------------------------------------------
 # Op handlers (everything that is not pure computation)
 
-Handler = Callable[[Program, Any, list[Any], dict[int, Any], Agent], Exec]
-Effect = Callable[[Program, Any, list[Any], dict[int, Any], Agent], list[Any]]
+Handler = Callable[[Program, Any, Operands, dict[int, Any], Agent], Exec]
+Effect = Callable[[Program, Any, Operands, dict[int, Any], Agent], list[Any]]
 HANDLERS: dict[type, Handler] = {}
 
 
@@ -232,7 +232,7 @@ def effect(*classes: type, switch: bool = False) -> Callable[[Effect], Effect]:
     """Registers a handler that never blocks; with `switch`, the scheduler may switch partitions after it."""
 
     def register(fn: Effect) -> Effect:
-        def run(p: Program, op: Any, args: list[Any], env: dict[int, Any], agent: Agent) -> Exec:
+        def run(p: Program, op: Any, args: Operands, env: dict[int, Any], agent: Agent) -> Exec:
             out = fn(p, op, args, env, agent)
             if switch:
                 yield SWITCH
@@ -250,18 +250,18 @@ def _int(x: Any) -> int:
 
 
 @effect(ProgramIdOp, NumProgramsOp)
-def _program_id(p: Program, op: Any, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
+def _program_id(p: Program, op: Any, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
     axis = op.attr("axis")
     value = p.launch.grid[axis] if isinstance(op, NumProgramsOp) else p.pid[axis]
     return [scalar(value, DType("i32"))]
 
 
 @handles(ForOp)
-def _for(p: Program, op: ForOp, args: list[Any], env: dict[int, Any], agent: Agent) -> Exec:
-    lower, upper, step = (_int(a) for a in args[:3])
+def _for(p: Program, op: ForOp, args: Operands, env: dict[int, Any], agent: Agent) -> Exec:
+    lower, upper, step = _int(args.lower), _int(args.upper), _int(args.step)
     if step <= 0:
         raise ExecutionError(f"step must be positive, got {step}", op)
-    carried = list(args[3:])
+    carried = list(args.inits)
     iv_dtype = to_torch(op.lower.type)  # type: ignore[arg-type]
     body = op.body
     for i in range(lower, upper, step):
@@ -273,13 +273,13 @@ def _for(p: Program, op: ForOp, args: list[Any], env: dict[int, Any], agent: Age
 
 
 @handles(IfOp)
-def _if(p: Program, op: IfOp, args: list[Any], env: dict[int, Any], agent: Agent) -> Exec:
-    region = op.regions[0] if bool(args[0]) else op.regions[1]
+def _if(p: Program, op: IfOp, args: Operands, env: dict[int, Any], agent: Agent) -> Exec:
+    region = op.regions[0] if bool(args.cond) else op.regions[1]
     return (yield from p.exec_block(region, env, agent))
 
 
 @effect(WarpSpecializeOp)
-def _warp_specialize(p: Program, op: WarpSpecializeOp, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
+def _warp_specialize(p: Program, op: WarpSpecializeOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
     parts = []
     children = []
     for i, region in enumerate(op.regions):
@@ -301,17 +301,17 @@ def _warp_specialize(p: Program, op: WarpSpecializeOp, args: list[Any], env: dic
 
 
 @effect(LoadOp)
-def _load(p: Program, op: LoadOp, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
-    ptr, offsets = args[0], args[1]
-    mask = args[2] if len(args) > 2 else torch.ones((), dtype=torch.bool)
-    other = args[3] if len(args) > 3 else torch.zeros((), dtype=ptr.flat.dtype)
+def _load(p: Program, op: LoadOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
+    ptr, offsets = args.ptr, args.offsets
+    mask = args.mask if args.mask is not None else torch.ones((), dtype=torch.bool)
+    other = args.other if args.other is not None else torch.zeros((), dtype=ptr.flat.dtype)
     return [ptr.load(op, offsets, mask, other)]
 
 
 @effect(StoreOp)
-def _store(p: Program, op: StoreOp, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
-    ptr, offsets, value = args[0], args[1], args[2]
-    mask = args[3] if len(args) > 3 else torch.ones((), dtype=torch.bool)
+def _store(p: Program, op: StoreOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
+    ptr, offsets, value = args.ptr, args.offsets, args.value
+    mask = args.mask if args.mask is not None else torch.ones((), dtype=torch.bool)
     ptr.store(op, offsets, value, mask)
     return []
 
@@ -320,7 +320,7 @@ def _store(p: Program, op: StoreOp, args: list[Any], env: dict[int, Any], agent:
 
 
 @effect(SmemAllocOp)
-def _smem_alloc(p: Program, op: SmemAllocOp, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
+def _smem_alloc(p: Program, op: SmemAllocOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
     t = op.result.type
     assert isinstance(t, SharedBufferType)
     shape = p.launch.shape(t)
@@ -331,8 +331,8 @@ def _smem_alloc(p: Program, op: SmemAllocOp, args: list[Any], env: dict[int, Any
 
 
 @effect(SmemIndexOp)
-def _smem_index(p: Program, op: SmemIndexOp, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
-    view, slot = args[0], _int(args[1])
+def _smem_index(p: Program, op: SmemIndexOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
+    view, slot = args.buf, _int(args.slot)
     n = view.idx.shape[0]
     if not 0 <= slot < n:
         raise ExecutionError(f"slot {slot} out of range for {view.label} with {n} slots", op)
@@ -340,8 +340,8 @@ def _smem_index(p: Program, op: SmemIndexOp, args: list[Any], env: dict[int, Any
 
 
 @effect(SmemSliceOp)
-def _smem_slice(p: Program, op: SmemSliceOp, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
-    view = args[0]
+def _smem_slice(p: Program, op: SmemSliceOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
+    view = args.buf
     dim, start, length = op.attr("dim"), op.attr("start"), op.attr("length")
     return [
         SmemView(
@@ -351,62 +351,53 @@ def _smem_slice(p: Program, op: SmemSliceOp, args: list[Any], env: dict[int, Any
 
 
 @effect(SmemLoadOp, switch=True)
-def _smem_load(p: Program, op: SmemLoadOp, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
-    value = p.smem.read(op, args[0], agent)
+def _smem_load(p: Program, op: SmemLoadOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
+    value = p.smem.read(op, args.buf, agent)
     return [value]
 
 
 @effect(SmemStoreOp, switch=True)
-def _smem_store(p: Program, op: SmemStoreOp, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
-    p.smem.write(op, args[0], agent, args[1])
+def _smem_store(p: Program, op: SmemStoreOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
+    p.smem.write(op, args.buf, agent, args.value)
     return []
 
 
 # -- TMA
 
 
-def _coords(op: Any, args: list[Any]) -> tuple[Descriptor, list[int], list[Any]]:
-    desc = args[0]
-    rank = len(desc.block)
-    return desc, [_int(c) for c in args[1 : 1 + rank]], args[1 + rank :]
-
-
 @effect(TmaLoadOp, switch=True)
-def _tma_load(p: Program, op: TmaLoadOp, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
-    desc, coords, rest = _coords(op, args)
-    bars, index, dst = rest[0], rest[1], rest[2]
-    if len(rest) > 3 and not bool(rest[3]):
+def _tma_load(p: Program, op: TmaLoadOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
+    if args.pred is not None and not bool(args.pred):
         return []
-    bar = bars.at(op, index)
+    bar = args.bars.at(op, args.index)
     bar._active(op)
-    data = desc.read(op, coords)
-    p.smem.write(op, dst, agent, data, guard=(bar.uid, bar.phase))
+    data = args.desc.read(op, [_int(c) for c in args.coords])
+    p.smem.write(op, args.dst, agent, data, guard=(bar.uid, bar.phase))
     bar.deliver(op, dict(agent.clock), data.numel() * data.element_size())
     return []
 
 
 @effect(TmaStoreOp, switch=True)
-def _tma_store(p: Program, op: TmaStoreOp, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
-    desc, coords, rest = _coords(op, args)
-    data = p.smem.tma_store_read(op, rest[0], agent)
-    desc.write(op, coords, data)
+def _tma_store(p: Program, op: TmaStoreOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
+    data = p.smem.tma_store_read(op, args.src, agent)
+    args.desc.write(op, [_int(c) for c in args.coords], data)
     return []
 
 
 @effect(TmaStoreWaitOp, switch=True)
-def _tma_store_wait(p: Program, op: TmaStoreWaitOp, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
+def _tma_store_wait(p: Program, op: TmaStoreWaitOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
     p.smem.store_wait(agent, op.attr("pendings"))
     return []
 
 
 @effect(FenceAsyncSharedOp, switch=True)
-def _fence(p: Program, op: FenceAsyncSharedOp, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
+def _fence(p: Program, op: FenceAsyncSharedOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
     agent.fence_epoch = agent.tick()
     return []
 
 
 @effect(CtaBarrierOp, switch=True)
-def _cta_barrier(p: Program, op: CtaBarrierOp, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
+def _cta_barrier(p: Program, op: CtaBarrierOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
     return []
 
 
@@ -414,7 +405,7 @@ def _cta_barrier(p: Program, op: CtaBarrierOp, args: list[Any], env: dict[int, A
 
 
 @effect(MBarrierAllocOp)
-def _mbarrier_alloc(p: Program, op: MBarrierAllocOp, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
+def _mbarrier_alloc(p: Program, op: MBarrierAllocOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
     count = op.result.type.count  # type: ignore[attr-defined]
     bars = []
     for i in range(count):
@@ -426,36 +417,36 @@ def _mbarrier_alloc(p: Program, op: MBarrierAllocOp, args: list[Any], env: dict[
 
 
 @effect(MBarrierInitOp, switch=True)
-def _mbarrier_init(p: Program, op: MBarrierInitOp, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
-    args[0].at(op, args[1]).init(op, op.attr("count"))
+def _mbarrier_init(p: Program, op: MBarrierInitOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
+    args.bars.at(op, args.index).init(op, op.attr("count"))
     return []
 
 
 @effect(MBarrierExpectOp, switch=True)
-def _mbarrier_expect(p: Program, op: MBarrierExpectOp, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
+def _mbarrier_expect(p: Program, op: MBarrierExpectOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
     nbytes = p.launch.value(op.attr("bytes"))
-    args[0].at(op, args[1]).expect(op, agent, nbytes)
+    args.bars.at(op, args.index).expect(op, agent, nbytes)
     return []
 
 
 @effect(MBarrierArriveOp, switch=True)
-def _mbarrier_arrive(p: Program, op: MBarrierArriveOp, args: list[Any], env: dict[int, Any], agent: Agent) -> list[Any]:
-    args[0].at(op, args[1]).arrive(op, agent, op.attr("count"))
+def _mbarrier_arrive(p: Program, op: MBarrierArriveOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
+    args.bars.at(op, args.index).arrive(op, agent, op.attr("count"))
     return []
 
 
 @effect(MBarrierInvalidateOp, switch=True)
 def _mbarrier_invalidate(
-    p: Program, op: MBarrierInvalidateOp, args: list[Any], env: dict[int, Any], agent: Agent
+    p: Program, op: MBarrierInvalidateOp, args: Operands, env: dict[int, Any], agent: Agent
 ) -> list[Any]:
-    args[0].at(op, args[1]).invalidate(op)
+    args.bars.at(op, args.index).invalidate(op)
     return []
 
 
 @handles(MBarrierWaitOp)
-def _mbarrier_wait(p: Program, op: MBarrierWaitOp, args: list[Any], env: dict[int, Any], agent: Agent) -> Exec:
-    bar = args[0].at(op, args[1])
-    k = bar.target(op, agent, _int(args[2]))
+def _mbarrier_wait(p: Program, op: MBarrierWaitOp, args: Operands, env: dict[int, Any], agent: Agent) -> Exec:
+    bar = args.bars.at(op, args.index)
+    k = bar.target(op, agent, _int(args.phase))
     while not bar.ready(k):
         yield Blocked(bar, k, op, agent)
     if k <= bar.phase - 2:

@@ -1,8 +1,11 @@
 """The IR's structure: SSA values, operations, blocks, kernels and modules.
 
-Operations are mutable and compared by identity. Each op class declares its name, attributes,
-result count, regions and traits, and checks its local rules in `verify_()`; the module verifier
-(`tilec.ir.verify`) checks the rules that span ops. Control flow is structured: a region is a
+Operations are mutable and compared by identity. Each op class declares its name, its operands
+by name (`src = Operand()`, `mask = Optional()`, `coords = Variadic()`: `op.src` reads and
+`op.src = v` replaces), attributes, result count, regions and traits, and checks
+its local rules in `verify_()`; the module verifier (`tilec.ir.verify`) checks the operand count
+against the declaration and the rules that span ops. Positional access to `op.operands` is for
+this module and generic code (cloning, printing, use lists); everything else uses the names. Control flow is structured: a region is a
 single `Block`, and a block has no terminator unless its op needs one (`tile.yield`).
 """
 
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 from tilec.ir.dtypes import DType, Type
 from tilec.ir.errors import Location, VerifyError
@@ -114,6 +117,109 @@ def format_attr_value(v: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# Operand declarations
+#
+# An op class declares its operands as class attributes, in order:
+#
+#     class LoadOp(Operation):
+#         ptr = Operand()
+#         offsets = Operand()
+#         mask = Optional()     # Value | None
+#         other = Optional()
+#
+# `op.ptr` reads the operand and `op.ptr = v` replaces it; a Variadic reads as a list and is
+# replaced by assigning one. Optional operands fill in order: a later one is present only with
+# the earlier ones. An op with a Variadic and an Optional says how long the Variadic is
+# (`variadic_length`).
+
+
+class OperandDef:
+    """Base of the operand declarations; `kind` is one, optional or variadic."""
+
+    kind: ClassVar[str] = "one"
+    name: str = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def segment(self, op: Operation) -> slice:
+        return op.operand_segments()[self.name]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class Operand(OperandDef):
+    """Exactly one value."""
+
+    @overload
+    def __get__(self, op: None, owner: type) -> Operand: ...
+    @overload
+    def __get__(self, op: Operation, owner: type) -> Value: ...
+    def __get__(self, op: Operation | None, owner: type) -> Operand | Value:
+        if op is None:
+            return self
+        return op.operands[self.segment(op).start]
+
+    def __set__(self, op: Operation, value: Value) -> None:
+        op.operands[self.segment(op).start] = value
+
+
+class Optional(OperandDef):
+    """Zero or one value."""
+
+    kind: ClassVar[str] = "optional"
+
+    @overload
+    def __get__(self, op: None, owner: type) -> Optional: ...
+    @overload
+    def __get__(self, op: Operation, owner: type) -> Value | None: ...
+    def __get__(self, op: Operation | None, owner: type) -> Optional | Value | None:
+        if op is None:
+            return self
+        seg = self.segment(op)
+        return op.operands[seg.start] if seg.stop > seg.start else None
+
+    def __set__(self, op: Operation, value: Value | None) -> None:
+        seg = self.segment(op)
+        present = seg.stop > seg.start
+        if value is None:
+            if present and seg.stop != len(op.operands):
+                raise AssertionError(f"'{op.name}': {self.name} can only go with the operands after it")
+            del op.operands[seg]
+        elif present:
+            op.operands[seg.start] = value
+        elif seg.start == len(op.operands) and self._earlier_present(op):
+            op.operands.append(value)
+        else:
+            raise AssertionError(f"'{op.name}': {self.name} can only be added after the operands before it")
+
+    def _earlier_present(self, op: Operation) -> bool:
+        segments = op.operand_segments()
+        earlier = [d for d in op.operand_defs if d.kind == "optional"]
+        earlier = earlier[: earlier.index(self)]
+        return all(segments[d.name].stop > segments[d.name].start for d in earlier)
+
+
+class Variadic(OperandDef):
+    """Any number of values (at most one Variadic per op)."""
+
+    kind: ClassVar[str] = "variadic"
+
+    @overload
+    def __get__(self, op: None, owner: type) -> Variadic: ...
+    @overload
+    def __get__(self, op: Operation, owner: type) -> list[Value]: ...
+    def __get__(self, op: Operation | None, owner: type) -> Variadic | list[Value]:
+        if op is None:
+            return self
+        return op.operands[self.segment(op)]
+
+    def __set__(self, op: Operation, values: Sequence[Value]) -> None:
+        op.operands[self.segment(op)] = list(values)
+
+
+# ---------------------------------------------------------------------------------------------
 # Operations
 
 OPS: dict[str, type[Operation]] = {}
@@ -123,6 +229,8 @@ class Operation:
     """Base of every op. Subclasses set `name` and declare what they take."""
 
     name: ClassVar[str] = ""
+    # The declared operands in order, collected from the class and its bases (see OperandDef).
+    operand_defs: ClassVar[tuple[OperandDef, ...]] = ()
     attrs: ClassVar[dict[str, Attr]] = {}
     num_results: ClassVar[int | None] = 0  # None: variadic
     num_regions: ClassVar[int] = 0
@@ -133,6 +241,15 @@ class Operation:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        defs: dict[str, OperandDef] = {}
+        for klass in reversed(cls.__mro__):
+            for key, value in vars(klass).items():
+                if isinstance(value, OperandDef):
+                    defs.pop(key, None)
+                    defs[key] = value
+        cls.operand_defs = tuple(defs.values())
+        if sum(d.kind == "variadic" for d in cls.operand_defs) > 1:
+            raise AssertionError(f"{cls.__name__} declares more than one variadic operand")
         if cls.name:
             if cls.name in OPS:
                 raise AssertionError(f"op {cls.name} defined twice")
@@ -154,6 +271,60 @@ class Operation:
             self.add_region(r)
         self.parent: Block | None = None
         self.loc = loc
+
+    # -- operands by name
+
+    def variadic_length(self) -> int | None:
+        """How many values the variadic operand has, where optional operands make the count
+        alone ambiguous (an op with both overrides this); None: what the others leave."""
+        return None
+
+    def operand_count_range(self) -> tuple[int, int | None]:
+        """The fewest and most operands the declaration allows (None: no upper bound)."""
+        defs = self.operand_defs
+        lo = sum(d.kind == "one" for d in defs)
+        if any(d.kind == "variadic" for d in defs):
+            n = self.variadic_length()
+            if n is None:
+                return lo, None
+            lo += n
+        return lo, lo + sum(d.kind == "optional" for d in defs)
+
+    def operand_segments(self) -> dict[str, slice]:
+        """Where each declared operand sits in `operands` (an absent optional: an empty slice)."""
+        defs = self.operand_defs
+        n = len(self.operands)
+        singles = sum(d.kind == "one" for d in defs)
+        optionals = sum(d.kind == "optional" for d in defs)
+        has_variadic = any(d.kind == "variadic" for d in defs)
+        var_len = self.variadic_length() if has_variadic else 0
+        if var_len is None:
+            var_len = max(0, n - singles) if not optionals else 0
+        present = max(0, min(optionals, n - singles - var_len))
+        segments: dict[str, slice] = {}
+        i = 0
+        for d in defs:
+            if d.kind == "one":
+                size = 1
+            elif d.kind == "variadic":
+                size = var_len
+            else:
+                size = 1 if present > 0 else 0
+                present -= size
+            segments[d.name] = slice(i, i + size)
+            i += size
+        return segments
+
+    def verify_operands(self) -> None:
+        """The operand count fits the declaration (ops that declare no operands take none)."""
+        lo, hi = self.operand_count_range()
+        n = len(self.operands)
+        if n < lo or (hi is not None and n > hi):
+            want = str(lo) if lo == hi else (f"at least {lo}" if hi is None else f"{lo} to {hi}")
+            names = ", ".join(
+                d.name + {"one": "", "optional": "?", "variadic": "..."}[d.kind] for d in self.operand_defs
+            )
+            raise self.error(f"takes {want} operands ({names or 'none'}), got {n}")
 
     # -- construction helpers
 

@@ -181,7 +181,7 @@ class Printer:
             self.lines.append(pad + "}")
         elif isinstance(op, IfOp):
             arrow = f" -> ({', '.join(self.type(r.type) for r in op.results)})" if op.results else ""
-            self.lines.append(f"{pad}{lhs}tile.if {name(op.operands[0])}{arrow} {{")
+            self.lines.append(f"{pad}{lhs}tile.if {name(op.cond)}{arrow} {{")
             self.block(op.regions[0], name, depth + 1)
             if op.regions[1].ops:
                 self.lines.append(pad + "} else {")

@@ -27,6 +27,7 @@ from tilec.ir.errors import TilecError, VerifyError
 from tilec.ir.expr import Expr, IntExpr, evaluate, free_symbols
 from tilec.ir.formatting import format_type
 from tilec.ir.ops import (
+    BinaryOp,
     ForOp,
     IfOp,
     MBarrierAllocOp,
@@ -186,6 +187,7 @@ class _KernelVerifier:
                 raise self.fail(f"'{op.name}' operand {idx} ({_vname(v)}) is not defined before this use", op)
         try:
             op.verify_attrs()
+            op.verify_operands()
             if op.num_results is not None and len(op.results) != op.num_results:
                 raise op.error(f"has {op.num_results} results, got {len(op.results)}")
             if op.num_regions >= 0 and len(op.regions) != op.num_regions:
@@ -212,9 +214,9 @@ class _KernelVerifier:
         initialized: set[int] = set()
         for op in self.k.walk():
             if isinstance(op, MBarrierInitOp):
-                initialized.add(id(_root(op.operands[0])))
+                initialized.add(id(_root(op.bars)))
             elif isinstance(op, (MBarrierOp, TmaLoadOp)):
-                bars = op.operands[0] if isinstance(op, MBarrierOp) else _tma_barrier(op)
+                bars = op.bars
                 if id(_root(bars)) not in initialized:
                     raise self.fail(f"mbarrier {_vname(bars)} is used before 'tile.mbarrier_init'", op)
 
@@ -224,20 +226,17 @@ class _KernelVerifier:
         for op in self.k.walk():
             checks: list[tuple[Value, int, str]] = []
             if isinstance(op, SmemIndexOp):
-                t = op.operands[0].type
+                t = op.buf.type
                 if isinstance(t, SharedBufferType) and t.slots is not None:
-                    checks.append((op.operands[1], t.slots, "slots"))
-            elif isinstance(op, (MBarrierOp, TmaLoadOp)):
-                bars = op.operands[0] if isinstance(op, MBarrierOp) else _tma_barrier(op)
-                index = op.operands[1] if isinstance(op, MBarrierOp) else op.operands[op.operands.index(bars) + 1]
-                if isinstance(bars.type, MBarrierType):
-                    checks.append((index, bars.type.count, "barriers"))
+                    checks.append((op.slot, t.slots, "slots"))
+            elif isinstance(op, (MBarrierOp, TmaLoadOp)) and isinstance(op.bars.type, MBarrierType):
+                checks.append((op.index, op.bars.type.count, "barriers"))
             for v, n, what in checks:
                 top = _index_bound(v)
                 if top is not None and top > n:
                     raise self.fail(f"index {_vname(v)} can reach {top - 1}, but there are {n} {what}", op)
-            if isinstance(op, MBarrierWaitOp) and _parity(op.operands[2]) is False:
-                raise self.fail(f"parity {_vname(op.operands[2])} is not always 0 or 1", op)
+            if isinstance(op, MBarrierWaitOp) and _parity(op.phase) is False:
+                raise self.fail(f"parity {_vname(op.phase)} is not always 0 or 1", op)
 
     # -- shared memory
 
@@ -271,8 +270,8 @@ def _index_bound(v: Value) -> int | None:
     if c is not None:
         return c + 1
     op = v.op if isinstance(v, OpResult) else None
-    if op is not None and op.name in ("tile.rem", "tile.and"):
-        m = _const(op.operands[1])
+    if isinstance(op, BinaryOp) and op.name in ("tile.rem", "tile.and"):
+        m = _const(op.rhs)
         if isinstance(m, int) and m > 0:
             return m if op.name == "tile.rem" else m + 1
     return None
@@ -284,14 +283,14 @@ def _parity(v: Value) -> bool | None:
     if c is not None:
         return c in (0, 1)
     op = v.op if isinstance(v, OpResult) else None
-    if op is None:
+    if not isinstance(op, BinaryOp):
         return None
     if op.name in ("tile.and", "tile.rem"):
-        m = _const(op.operands[1])
+        m = _const(op.rhs)
         if isinstance(m, int):
             return m in (0, 1) if op.name == "tile.and" else m in (1, 2)
     if op.name == "tile.xor":
-        sides = [_parity(o) for o in op.operands]
+        sides = [_parity(op.lhs), _parity(op.rhs)]
         if False in sides:
             return False
         return True if sides == [True, True] else None
@@ -300,12 +299,6 @@ def _parity(v: Value) -> bool | None:
 
 def _vname(v: Value) -> str:
     return f"%{v.name_hint}" if v.name_hint else "a value"
-
-
-def _tma_barrier(op: TmaLoadOp) -> Value:
-    t = op.operands[0].type
-    assert isinstance(t, TensorDescType)
-    return op.operands[1 + len(t.block_shape)]
 
 
 def _root(v: Value) -> Value:

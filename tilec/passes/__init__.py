@@ -11,6 +11,7 @@ from tilec.passes import (  # noqa: F401  (register the passes)
     pipelines,
     plan,
     reuse,
+    separate_reads,
     specialize,
     warp_specialize,
 )

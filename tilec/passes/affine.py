@@ -12,9 +12,9 @@ from tilec.ir.core import BlockArg, Value, defining_op
 from tilec.ir.dtypes import DType
 from tilec.ir.ops import (
     ArangeOp,
+    BinaryOp,
     BroadcastOp,
     ConvertLayoutOp,
-    ElementwiseOp,
     ExpandDimsOp,
     ForOp,
     ProgramIdOp,
@@ -75,10 +75,9 @@ def affine(v: Value) -> Affine | None:
     if isinstance(op, ArangeOp):
         return Affine({("dim", 0): 1}, op.attr("start"))
     if isinstance(op, (BroadcastOp, ConvertLayoutOp)):
-        src = affine(op.operands[0])
-        return src
+        return affine(op.src)
     if isinstance(op, ExpandDimsOp):
-        src = affine(op.operands[0])
+        src = affine(op.src)
         if src is None:
             return None
         axis = op.attr("axis")
@@ -89,8 +88,8 @@ def affine(v: Value) -> Affine | None:
             else:
                 shifted[t] = k
         return Affine(shifted, src.const, src.scalars)
-    if isinstance(op, ElementwiseOp) and op.name in ("tile.add", "tile.sub", "tile.mul"):
-        a, b = affine(op.operands[0]), affine(op.operands[1])
+    if isinstance(op, BinaryOp) and op.name in ("tile.add", "tile.sub", "tile.mul"):
+        a, b = affine(op.lhs), affine(op.rhs)
         if a is None or b is None:
             return None
         if op.name == "tile.add":

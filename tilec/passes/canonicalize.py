@@ -23,6 +23,7 @@ from __future__ import annotations
 from tilec.ir.core import Module, Operation, Value
 from tilec.ir.dtypes import DType, i1
 from tilec.ir.ops import (
+    BinaryOp,
     BitcastOp,
     BroadcastOp,
     CastOp,
@@ -59,8 +60,7 @@ def _fold_elementwise(op: Operation, rw: Rewriter) -> bool:
     vals = [const_value(v) for v in op.operands]
     if any(v is None for v in vals):
         return False
-    dt = elem_dtype(op.operands[0].type)
-    assert dt is not None
+    dt = op.operand_dtype
     out: int | float | bool | None = None
     if isinstance(op, CmpOp):
         out = int(fold_cmp(op.attr("predicate"), vals[0], vals[1]))  # type: ignore[arg-type]
@@ -82,10 +82,9 @@ def _is(v: Value, value: int | float) -> bool:
 
 
 def _identity(op: Operation, rw: Rewriter) -> bool:
-    assert isinstance(op, ElementwiseOp)
-    if op.arity != 2:
+    if not isinstance(op, BinaryOp):
         return False
-    a, b = op.operands
+    a, b = op.lhs, op.rhs
     dt = elem_dtype(op.result.type)
     assert dt is not None
     keep: Value | None = None
@@ -114,7 +113,7 @@ def _int_by_range(op: Operation, rw: Rewriter, ranges: RangeAnalysis) -> bool:
     """x % c → x and x // c → 0 when 0 <= x < c; comparisons decided by ranges."""
     assert isinstance(op, ElementwiseOp)
     if isinstance(op, CmpOp):
-        a, b = ranges(op.operands[0]), ranges(op.operands[1])
+        a, b = ranges(op.lhs), ranges(op.rhs)
         if a is None or b is None:
             return False
         p = op.attr("predicate")
@@ -129,14 +128,14 @@ def _int_by_range(op: Operation, rw: Rewriter, ranges: RangeAnalysis) -> bool:
             return False
         rw.replace(op, [make_const(rw.before(op), 1 if decided[0] else 0, op.result, i1)])
         return True
-    if op.name not in ("tile.rem", "tile.div"):
+    if not isinstance(op, BinaryOp) or op.name not in ("tile.rem", "tile.div"):
         return False
-    c = const_value(op.operands[1])
-    x = ranges(op.operands[0])
+    c = const_value(op.rhs)
+    x = ranges(op.lhs)
     if not isinstance(c, int) or c <= 0 or x is None or x[0] < 0 or x[1] >= c:
         return False
-    if op.name == "tile.rem" and op.operands[0].type == op.result.type:
-        rw.replace(op, [op.operands[0]])
+    if op.name == "tile.rem" and op.lhs.type == op.result.type:
+        rw.replace(op, [op.lhs])
         return True
     if op.name == "tile.div":
         rw.replace(op, [make_const(rw.before(op), 0, op.result)])
@@ -145,17 +144,19 @@ def _int_by_range(op: Operation, rw: Rewriter, ranges: RangeAnalysis) -> bool:
 
 
 def _same_type(op: Operation, rw: Rewriter) -> bool:
-    if op.operands and op.operands[0].type == op.result.type:
-        rw.replace(op, [op.operands[0]])
+    assert isinstance(op, (CastOp, BroadcastOp, ConvertLayoutOp, ReshapeOp))
+    if op.src.type == op.result.type:
+        rw.replace(op, [op.src])
         return True
     return False
 
 
 def _fold_cast(op: Operation, rw: Rewriter) -> bool:
+    assert isinstance(op, CastOp)
     if isinstance(op, BitcastOp):
         return False
-    c = const_value(op.operands[0])
-    src, dst = elem_dtype(op.operands[0].type), elem_dtype(op.result.type)
+    c = const_value(op.src)
+    src, dst = elem_dtype(op.src.type), elem_dtype(op.result.type)
     if c is None or src is None or dst is None:
         return False
     out: int | float
@@ -172,7 +173,8 @@ def _fold_cast(op: Operation, rw: Rewriter) -> bool:
 
 
 def _broadcast_const(op: Operation, rw: Rewriter) -> bool:
-    c = const_value(op.operands[0])
+    assert isinstance(op, BroadcastOp)
+    c = const_value(op.src)
     if c is None:
         return False
     rw.replace(op, [make_const(rw.before(op), c, op.result)])
@@ -180,10 +182,11 @@ def _broadcast_const(op: Operation, rw: Rewriter) -> bool:
 
 
 def _where(op: Operation, rw: Rewriter) -> bool:
-    c = const_value(op.operands[0])
+    assert isinstance(op, WhereOp)
+    c = const_value(op.cond)
     if c is None:
         return False
-    chosen = op.operands[1] if c else op.operands[2]
+    chosen = op.true_value if c else op.false_value
     if chosen.type == op.result.type:
         rw.replace(op, [chosen])
         return True
@@ -195,10 +198,12 @@ def _where(op: Operation, rw: Rewriter) -> bool:
 
 def _true_mask(op: Operation, rw: Rewriter) -> bool:
     """Drops a mask that is true everywhere (and the load's `other`, then unused)."""
-    idx = {LoadOp: 2, StoreOp: 3}.get(type(op), 1)
-    if len(op.operands) <= idx or const_value(op.operands[idx]) != 1:
+    assert isinstance(op, (LoadOp, StoreOp, ReductionOp))
+    if op.mask is None or const_value(op.mask) != 1:
         return False
-    del op.operands[idx:]
+    if isinstance(op, LoadOp):
+        op.other = None
+    op.mask = None
     rw.changed = True
     return True
 
@@ -216,7 +221,8 @@ def _loop(op: Operation, rw: Rewriter) -> bool:
 
 
 def _if(op: Operation, rw: Rewriter) -> bool:
-    c = const_value(op.operands[0])
+    assert isinstance(op, IfOp)
+    c = const_value(op.cond)
     if c is None:
         return False
     rw.inline(op, op.regions[0] if c else op.regions[1], [])

@@ -9,17 +9,33 @@ sum as in RMSNorm, mean and variance as in LayerNorm, softmax's max-and-sum), ho
 reads as whole rows (one for the forward norms and softmax; a residual add or a backward kernel
 reads more), the element size of those rows, its row length and the bytes of a row. `RULES` maps
 signatures to the emitter that measured fastest on the H100, or to `stock` where stock Inductor's
-kernel measured faster (or no slower: a tie goes to stock, whose launch costs less). Each rule
-carries its evidence: the device-time figures (% of a same-size copy) from `tilec bench` and
-`bench/variants.py`, in bench/results/. A rule may also set options of the emitter's `plan` pass
-(rows per program, warps) where a plan variant measured faster than the heuristic plan.
+kernel measured faster (or no slower: a tie goes to stock, whose launch costs less).
+
+`RULES` is a table of `Rule`s, one per row, with these columns:
+
+- `family`, `elem_bytes`, `row_inputs`, `lo`, `hi`: the signatures it covers — a reduction
+  family, an element size (2: bf16/fp16, 4: fp32) and a number of row inputs, over the row bytes
+  from `lo` (inclusive) to `hi` (exclusive). No two rules of one family, element size and row
+  inputs overlap.
+- `action`: "gluon" or "triton" (tilec takes the kernel with that emitter) or "stock".
+- `run`: the committed measurement the rule comes from, a path relative to bench/results/ (a
+  `tilec bench` run's directory, or a `bench/variants.py` report), e.g. "2026-11-24-compute-type".
+- `figures`: what that run measured, quoted — device time, % of a same-size copy, per shape:
+  "MxN tilec vs stock", or "MxN a/b vs stock" where two tilec variants were measured (the comment
+  above `RULES` says which, run by run). A reason cites the run and its figures (`Rule.evidence`):
+  "stock Inductor measured faster for sum rows of 1024 bytes (bench/results/2026-11-24-compute-type:
+  32768x512 98.9 vs 101.3; ...)". tests/passes/test_chooser.py checks that every run exists and
+  holds the figures its rules quote.
+- `plan`: options of the emitter's `plan` pass (rows per program, warps), where a plan variant
+  measured faster than the heuristic plan; empty for the heuristic plan.
 
 tilec takes only what a measurement says it wins: a kernel no rule covers — pointwise kernels,
-families and row counts never measured (backward kernels, a norm fused with a residual add),
-row sizes or element sizes outside the measured ranges — stays with stock Inductor, and the
-reason says so. `tilec.config.emitter` set to "gluon" or "triton" forces that emitter for the
-kernels tilec takes; `tilec.config.decline = False` keeps every kernel tilec can take (those no
-rule covers get the heuristic default: Gluon on Hopper, Triton elsewhere).
+families and row counts never measured (backward kernels, reductions other than the norms' and
+softmax's, three or more row inputs), row sizes or element sizes outside the measured ranges —
+stays with stock Inductor, and the reason says so. `tilec.config.emitter` set to "gluon" or
+"triton" forces that emitter for the kernels tilec takes; `tilec.config.decline = False` keeps
+every kernel tilec can take (those no rule covers get the heuristic default: Gluon on Hopper,
+Triton elsewhere).
 """
 
 from __future__ import annotations
@@ -31,12 +47,15 @@ from tilec.ir.ops.memory import LoadOp
 from tilec.ir.types import TileType
 from tilec.passes.plan import reduction_numel, widest_row_load_bytes, x_numel
 
-__all__ = ["RULES", "UNMEASURED", "Choice", "Decline", "Rule", "Signature", "choose", "signature"]
+__all__ = ["RESULTS", "RULES", "UNMEASURED", "Choice", "Decline", "Rule", "Signature", "choose", "signature"]
 
 # Why a kernel no rule covers stays stock (a stable prefix: the rest names its signature).
 UNMEASURED = "no measurement shows tilec faster than stock Inductor for"
 
 KIB = 1024
+
+# Where the committed measurements are, relative to the repository root (`Rule.run` is under it).
+RESULTS = "bench/results"
 
 
 @dataclass(frozen=True)
@@ -75,10 +94,16 @@ class Rule:
     lo: int  # row bytes, inclusive
     hi: int  # row bytes, exclusive
     action: str  # "gluon" | "triton" | "stock"
-    evidence: str
+    run: str  # the measurement: a path relative to bench/results/ (a run's directory or a report)
+    figures: str  # what that run measured, quoted: "MxN tilec vs stock" per shape, % of a copy
     plan: str = ""  # options for the plan pass of the action's pipeline (tilec.passes.pipelines.with_plan)
     elem_bytes: int = 2  # the element size measured (bf16/fp16 unless it says otherwise)
     row_inputs: int = 1  # the whole-row inputs of the kernels measured
+
+    @property
+    def evidence(self) -> str:
+        """The run and its figures, as a reason cites them."""
+        return f"{RESULTS}/{self.run}: {self.figures}"
 
     def covers(self, sig: Signature) -> bool:
         return (
@@ -89,31 +114,50 @@ class Rule:
         )
 
 
-# Device time, % of a same-size copy, bf16, H100 80GB HBM3, torch 2.11, triton 3.6
-# (bench/results/2026-11-22-suite): "tilec-gluon / tilec-triton vs compile (torch.compile default)".
-# bench/results/2026-11-24-compute-type: "tilec (its default then) vs compile", same units.
+# Device time, % of a same-size copy, bf16 unless a rule says fp32, H100 80GB HBM3, torch 2.11,
+# triton 3.6. What each run's figures compare:
+# - 2026-11-22-suite: "tilec-gluon/tilec-triton vs compile" (torch.compile default);
+# - 2026-11-24-compute-type: "tilec (its default then) vs compile";
+# - 2026-11-22-plan-variants.md (bench/variants.py): "gluon-x1-w4/gluon-default vs inductor";
+# - 2026-11-24-residual-norms: "tilec-gluon/tilec-triton vs compile".
 RULES: tuple[Rule, ...] = (
-    Rule("sum", 0, 4 * KIB, "stock", "2026-11-24: 32768x512 98.9 vs 101.3; 65536x1024 99.5 vs 100.0"),
+    Rule("sum", 0, 4 * KIB, "stock", "2026-11-24-compute-type", "32768x512 98.9 vs 101.3; 65536x1024 99.5 vs 100.0"),
+    # one row per program, 4 warps (the heuristic plan gives 8 warps, and two rows at 4 KiB)
     Rule(
         "sum",
         4 * KIB,
         16 * KIB,
         "gluon",
-        "x1-w4 vs default plan vs compile: 32768x2048 99.4/98.9 vs 97.6; 8192x4096 100.1/98.4 vs 98.8; "
+        "2026-11-22-plan-variants.md",
+        "x1-w4/default plan vs compile: 32768x2048 99.4/98.9 vs 97.6; 8192x4096 100.1/98.4 vs 98.8; "
         "32768x4096 99.6/99.6 vs 99.0",
         plan="xblock=1,num_warps=4",
     ),
-    Rule("sum", 16 * KIB, 32 * KIB, "stock", "2026-11-24: 8192x8192 99.2 vs 99.3; 16384x8192 99.3 vs 100.0"),
-    Rule("sum", 32 * KIB, 2**62, "stock", "4096x16384 95/89 vs 100; 4096x32768 82/64 vs 97; 8192x65536 52/63 vs 70"),
-    Rule("mean-var", 0, 4 * KIB, "stock", "32768x512 93/90 vs 99; 65536x1024 91/90 vs 99"),
-    # one row per program, 4 warps (the heuristic plan gives 8 warps, and two rows at 4 KiB):
-    # bench/results/2026-11-22-plan-variants.md, Gluon x1-w4 vs the default plan vs stock
+    Rule(
+        "sum",
+        16 * KIB,
+        32 * KIB,
+        "stock",
+        "2026-11-24-compute-type",
+        "8192x8192 99.2 vs 99.3; 16384x8192 99.3 vs 100.0",
+    ),
+    Rule(
+        "sum",
+        32 * KIB,
+        2**62,
+        "stock",
+        "2026-11-22-suite",
+        "4096x16384 95/89 vs 100; 4096x32768 82/64 vs 97; 8192x65536 52/63 vs 70",
+    ),
+    Rule("mean-var", 0, 4 * KIB, "stock", "2026-11-22-suite", "32768x512 93/90 vs 99; 65536x1024 91/90 vs 99"),
+    # one row per program, 4 warps (the heuristic plan gives 8 warps, and two rows at 4 KiB)
     Rule(
         "mean-var",
         4 * KIB,
         16 * KIB,
         "gluon",
-        "x1-w4 vs default plan vs compile: 32768x2048 99.1/92.3 vs 86.5; 8192x4096 96.2/93.1 vs 84.1; "
+        "2026-11-22-plan-variants.md",
+        "x1-w4/default plan vs compile: 32768x2048 99.1/92.3 vs 86.5; 8192x4096 96.2/93.1 vs 84.1; "
         "32768x4096 99.2/94.5 vs 87.7",
         plan="xblock=1,num_warps=4",
     ),
@@ -122,29 +166,36 @@ RULES: tuple[Rule, ...] = (
         16 * KIB,
         2**62,
         "stock",
+        "2026-11-22-suite",
         "8192x8192 91/87 vs 100; 16384x8192 91/87 vs 100; 4096x16384 86/96 vs 98; 4096x32768 56/64 vs 93",
     ),
-    Rule("softmax", 0, 2 * KIB, "stock", "32768x512 97/99 vs 99.5"),
-    Rule("softmax", 2 * KIB, 4 * KIB, "triton", "65536x1024 99.5/100.5 vs 99.6"),
+    Rule("softmax", 0, 2 * KIB, "stock", "2026-11-22-suite", "32768x512 97/99 vs 99.5"),
+    Rule("softmax", 2 * KIB, 4 * KIB, "triton", "2026-11-22-suite", "65536x1024 99.5/100.5 vs 99.6"),
     Rule(
         "softmax",
         4 * KIB,
         32 * KIB,
         "gluon",
-        "2026-11-24: 32768x2048 99.6 vs 57.6; 8192x4096 97.2 vs 58.0; 32768x4096 99.9 vs 57.6; "
-        "8192x8192 99.5 vs 58.2; 16384x8192 99.2 vs 58.3",
+        "2026-11-24-compute-type",
+        "32768x2048 99.6 vs 57.6; 8192x4096 97.2 vs 58.0; 32768x4096 99.9 vs 57.6; 8192x8192 99.5 vs 58.2; "
+        "16384x8192 99.2 vs 58.3",
     ),
-    Rule("softmax", 32 * KIB, 64 * KIB, "triton", "4096x16384 95/98 vs 62"),
+    Rule("softmax", 32 * KIB, 64 * KIB, "triton", "2026-11-22-suite", "4096x16384 95/98 vs 62"),
     Rule(
-        "softmax", 64 * KIB, 2**62, "triton", "4096x32768 63/65 vs 65; 8192x65536 43/64 vs 61; 32768x50257 41/47 vs 48"
+        "softmax",
+        64 * KIB,
+        2**62,
+        "triton",
+        "2026-11-22-suite",
+        "4096x32768 63/65 vs 65; 8192x65536 43/64 vs 61; 32768x50257 41/47 vs 48",
     ),
-    # a residual add fused with the norm (two row inputs), bench/results/2026-11-24-residual-norms:
-    # tilec-gluon / tilec-triton vs compile, % of copy; stock is at the ceiling already
+    # a residual add fused with the norm (two row inputs): stock is at the ceiling already
     Rule(
         "sum",
         0,
         2**62,
         "stock",
+        "2026-11-24-residual-norms",
         "add+rmsnorm 32768x1024 105.2/104.5 vs 107.0; 4096x2048 123.4/125.3 vs 121.4; 32768x2048 101.1/101.3 "
         "vs 101.3; 8192x4096 105.1/105.1 vs 105.3; 16384x8192 99.1/98.7 vs 99.1 (ties)",
         row_inputs=2,
@@ -154,14 +205,39 @@ RULES: tuple[Rule, ...] = (
         0,
         2**62,
         "stock",
+        "2026-11-24-residual-norms",
         "add+layernorm 32768x1024 104.3/101.2 vs 104.7; 4096x2048 120.4/115.9 vs 115.8; 32768x2048 101.1/99.8 "
         "vs 100.6; 8192x4096 103.8/102.8 vs 104.0; 16384x8192 98.9/98.7 vs 98.9 (ties)",
         row_inputs=2,
     ),
-    # fp32 rows: stock Inductor keeps up (2026-11-24, tilec's default then vs compile)
-    Rule("sum", 0, 2**62, "stock", "fp32 32768x2048 99.6 vs 100.3; 4096x16384 99.7 vs 99.6", elem_bytes=4),
-    Rule("mean-var", 0, 2**62, "stock", "fp32 32768x2048 99.3 vs 100.3; 4096x16384 98.9 vs 99.2", elem_bytes=4),
-    Rule("softmax", 0, 2**62, "stock", "fp32 32768x2048 99.7 vs 99.4; 4096x16384 99.1 vs 98.4 (ties)", elem_bytes=4),
+    # fp32 rows: stock Inductor keeps up
+    Rule(
+        "sum",
+        0,
+        2**62,
+        "stock",
+        "2026-11-24-compute-type",
+        "fp32 32768x2048 99.6 vs 100.3; 4096x16384 99.7 vs 99.6",
+        elem_bytes=4,
+    ),
+    Rule(
+        "mean-var",
+        0,
+        2**62,
+        "stock",
+        "2026-11-24-compute-type",
+        "fp32 32768x2048 99.3 vs 100.3; 4096x16384 98.9 vs 99.2",
+        elem_bytes=4,
+    ),
+    Rule(
+        "softmax",
+        0,
+        2**62,
+        "stock",
+        "2026-11-24-compute-type",
+        "fp32 32768x2048 99.7 vs 99.4; 4096x16384 99.1 vs 98.4 (ties)",
+        elem_bytes=4,
+    ),
 )
 
 

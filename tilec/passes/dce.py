@@ -33,7 +33,7 @@ def _dead_carry_slice(loop: ForOp, i: int, uses: dict[int, int]) -> list[Operati
     if uses.get(id(loop.results[i]), 0):
         return None
     term = loop.body.terminator
-    assert term is not None
+    assert isinstance(term, YieldOp)
     tainted = {id(loop.iter_args[i])}
     chain: list[Operation] = []
     for op in loop.body.ops:
@@ -47,10 +47,10 @@ def _dead_carry_slice(loop: ForOp, i: int, uses: dict[int, int]) -> list[Operati
     # from a nested region) and by yield slot i
     for r in [loop.iter_args[i], *(r for op in chain for r in op.results)]:
         internal = sum(1 for o in chain for v in o.operands if v is r)
-        own_yield = 1 if term.operands[i] is r else 0
+        own_yield = 1 if term.values[i] is r else 0
         if uses.get(id(r), 0) != internal + own_yield:
             return None
-    for j, v in enumerate(term.operands):
+    for j, v in enumerate(term.values):
         if j != i and id(v) in tainted:
             return None
     return chain
@@ -58,15 +58,15 @@ def _dead_carry_slice(loop: ForOp, i: int, uses: dict[int, int]) -> list[Operati
 
 def _drop_dead_carries(loop: ForOp, uses: dict[int, int]) -> bool:
     term = loop.body.terminator
-    assert term is not None
+    assert isinstance(term, YieldOp)
     for i in reversed(range(len(loop.inits))):
         chain = _dead_carry_slice(loop, i, uses)
         if chain is None:
             continue
         for op in reversed(chain):
             op.erase()
-        del loop.operands[3 + i]
-        del term.operands[i]
+        loop.inits = [v for j, v in enumerate(loop.inits) if j != i]
+        term.values = [v for j, v in enumerate(term.values) if j != i]
         loop.body.args.pop(i + 1)
         loop.results.pop(i)
         for j, a in enumerate(loop.body.args):

@@ -35,18 +35,18 @@ NARROW = ("bf16", "f16")
 def widening(op: Operation) -> bool:
     if not isinstance(op, CastOp):
         return False
-    src, dst = elem_dtype(op.operands[0].type), elem_dtype(op.result.type)
+    src, dst = elem_dtype(op.src.type), elem_dtype(op.result.type)
     return src is not None and dst is not None and src.name in NARROW and dst.is_float and dst.bits > src.bits
 
 
 def move_casts_to_uses(kernel: Kernel) -> int:
     """One cast per using op; returns how many casts were added."""
     added = 0
-    for cast in [op for op in kernel.walk() if widening(op)]:
+    for cast in [op for op in kernel.walk() if isinstance(op, CastOp) and widening(op)]:
         users = [op for op in kernel.walk() if any(v is cast.result for v in op.operands)]
         for user in users[1:]:
             copy = Builder.before(user).op(
-                "tile.cast", cast.operands[0], type=cast.result.type, name_hint=cast.result.name_hint
+                "tile.cast", cast.src, type=cast.result.type, name_hint=cast.result.name_hint
             )
             user.operands = [copy if v is cast.result else v for v in user.operands]
             added += 1

@@ -21,6 +21,7 @@ from tilec.ir.ops import (
     ReductionOp,
     StoreOp,
     WhereOp,
+    yielded_values,
 )
 from tilec.ir.types import TileType
 
@@ -95,8 +96,8 @@ def _constrain(block: Block, u: _Unify) -> None:
     for op in block.ops:
         for region in op.regions:
             _constrain(region, u)
-        if isinstance(op, ExpandDimsOp) and _rank1(op.operands[0]):
-            u.pin(op.operands[0], op.attr("axis"), op)
+        if isinstance(op, ExpandDimsOp) and _rank1(op.src):
+            u.pin(op.src, op.attr("axis"), op)
         elif isinstance(op, ReductionOp):
             for r in _tiles(list(op.results)):
                 u.pin(r, op.attr("axis"), op)
@@ -108,15 +109,14 @@ def _constrain(block: Block, u: _Unify) -> None:
         ):
             group = _tiles(list(op.operands) + list(op.results))
         elif isinstance(op, ForOp):
-            term = op.body.terminator
-            yielded = list(term.operands) if term is not None else []
+            yielded = yielded_values(op.body)
             for i, init in enumerate(op.inits):
                 vals = _tiles([init, op.iter_args[i], op.results[i]] + ([yielded[i]] if i < len(yielded) else []))
                 for v in vals[1:]:
                     u.union(vals[0], v, op)
         elif isinstance(op, IfOp):
             for i, res in enumerate(op.results):
-                vals = _tiles([res] + [r.terminator.operands[i] for r in op.regions if r.terminator is not None])
+                vals = _tiles([res] + [yielded_values(r)[i] for r in op.regions if r.terminator is not None])
                 for v in vals[1:]:
                     u.union(vals[0], v, op)
         for v in group[1:]:

@@ -38,8 +38,8 @@ def peel_loop(kernel: Kernel, loop: ForOp) -> str | None:
     split = b.constant(main_end, loop.lower.type, name_hint="rmain")  # type: ignore[arg-type]
     tail = clone_op(loop, {})
     assert isinstance(tail, ForOp)
-    loop.operands[1] = split
-    tail.operands[0] = split
+    loop.upper = split
+    tail.lower = split
     parent = loop.parent
     assert parent is not None
     parent.insert(parent.ops.index(loop) + 1, tail)
@@ -47,8 +47,7 @@ def peel_loop(kernel: Kernel, loop: ForOp) -> str | None:
     # later uses read the tail's results; the tail starts from the main loop's
     for old, new in zip(old_results, tail.results):
         replace_uses(kernel.body, old, new)
-    for i, res in enumerate(old_results):
-        tail.operands[3 + i] = res
+    tail.inits = old_results
     return None
 
 

@@ -144,8 +144,8 @@ def make_persistent(kernel: Kernel) -> str | None:
 def _parities(block: Block, phase: Value) -> None:
     """Waits on barriers allocated before the loop complete once per row block: parity `it & 1`."""
     for op in block.walk():
-        if isinstance(op, MBarrierWaitOp) and const_value(op.operands[2]) == 0:
-            op.operands[2] = phase
+        if isinstance(op, MBarrierWaitOp) and const_value(op.phase) == 0:
+            op.phase = phase
 
 
 @register

@@ -92,6 +92,12 @@ def _top(block: Block, op: Operation) -> Operation | None:
     return cur
 
 
+def _slot_of(view: Value, buf: Value) -> SmemIndexOp | None:
+    """The `tile.smem_index` that makes `view` a slot of `buf`, or None."""
+    op = defining_op(view)
+    return op if isinstance(op, SmemIndexOp) and op.buf is buf else None
+
+
 def find_caches(kernel: Kernel, body: Block, row_var: Value) -> list[Cache]:
     caches = []
     for alloc in [op for op in kernel.body.ops if isinstance(op, SmemAllocOp)]:
@@ -99,30 +105,19 @@ def find_caches(kernel: Kernel, body: Block, row_var: Value) -> list[Cache]:
         t = buf.type
         if not isinstance(t, SharedBufferType) or t.slots is None:
             continue
-        copies = [
-            op
-            for op in body.walk()
-            if isinstance(op, TmaLoadOp)
-            and isinstance(defining_op(op.operands[-1]), SmemIndexOp)
-            and defining_op(op.operands[-1]).operands[0] is buf  # type: ignore[union-attr]
-        ]
+        copies = [op for op in body.walk() if isinstance(op, TmaLoadOp) and _slot_of(op.dst, buf) is not None]
         if not copies or any(op.parent is not body for op in copies):
             continue
-        desc_t = copies[0].operands[0].type
-        assert isinstance(desc_t, TensorDescType)
-        if len(desc_t.block_shape) != 2:
+        desc = copies[0].desc
+        assert isinstance(desc.type, TensorDescType)
+        if len(desc.type.block_shape) != 2:
             continue
-        ready = copies[0].operands[3]
+        ready = copies[0].bars
         cols: list[int] = []
         rows: set[tuple[int, int]] = set()
         for c in copies:
-            row, col = affine(c.operands[1]), const_value(c.operands[2])
-            if (
-                row is None
-                or not isinstance(col, int)
-                or c.operands[3] is not ready
-                or c.operands[0] is not copies[0].operands[0]
-            ):
+            row, col = affine(c.coords[0]), const_value(c.coords[1])
+            if row is None or not isinstance(col, int) or c.bars is not ready or c.desc is not desc:
                 break
             terms = row.scalar_terms()
             if set(terms) - {id(row_var)}:
@@ -136,13 +131,11 @@ def find_caches(kernel: Kernel, body: Block, row_var: Value) -> list[Cache]:
             step = cols[1] - cols[0] if len(cols) > 1 else 0
             if cols != [cols[0] + i * step for i in range(len(cols))]:
                 continue
-            expects = [op for op in body.ops if isinstance(op, MBarrierExpectOp) and op.operands[0] is ready]
+            expects = [op for op in body.ops if isinstance(op, MBarrierExpectOp) and op.bars is ready]
             reads = [
-                Read(op, defining_op(op.operands[0]), 0)  # type: ignore[arg-type]
+                Read(op, view, 0)
                 for op in body.walk()
-                if isinstance(op, SmemLoadOp)
-                and isinstance(defining_op(op.operands[0]), SmemIndexOp)
-                and defining_op(op.operands[0]).operands[0] is buf  # type: ignore[union-attr]
+                if isinstance(op, SmemLoadOp) and (view := _slot_of(op.buf, buf)) is not None
             ]
             tops: list[Operation] = []
             for r in reads:
@@ -153,13 +146,13 @@ def find_caches(kernel: Kernel, body: Block, row_var: Value) -> list[Cache]:
                     tops.append(top)
                 r.phase = tops.index(top)
             else:
-                waits = [op for op in body.walk() if isinstance(op, MBarrierWaitOp) and op.operands[0] is ready]
+                waits = [op for op in body.walk() if isinstance(op, MBarrierWaitOp) and op.bars is ready]
                 nbytes = int(expects[0].attr("bytes")) if expects else 0
                 caches.append(
                     Cache(
                         buf,
                         ready,
-                        copies[0].operands[0],
+                        desc,
                         nbytes,
                         len(copies),
                         cols[0],
@@ -226,7 +219,7 @@ def pipeline_cache(kernel: Kernel, cache: Cache, stages: int, anchor: Operation)
     )
     new_ready = b.op("tile.mbarrier_alloc", type=MBarrierType(slots), name_hint=cache.ready.name_hint)
     for op in list(kernel.walk()):
-        if isinstance(op, (MBarrierInitOp, MBarrierInvalidateOp)) and op.operands[0] is cache.ready:
+        if isinstance(op, (MBarrierInitOp, MBarrierInvalidateOp)) and op.bars is cache.ready:
             owner = op.parent.parent_op if op.parent is not None else None
             op.erase()
             if isinstance(owner, ForOp) and owner is not loop and all(o.name == "tile.yield" for o in owner.body.ops):
@@ -267,7 +260,7 @@ def pipeline_cache(kernel: Kernel, cache: Cache, stages: int, anchor: Operation)
     last_phase = cache.phases - 1
     for r in cache.reads:
         rb = Builder.before(r.load)
-        chunk = r.index.operands[1]
+        chunk = r.index.slot
         base = rb.op("tile.mul", it_value, rb.constant(items, i32))
         offset = r.phase * cache.chunks if not resident else 0
         g = rb.op("tile.add", base, rb.op("tile.add", chunk, rb.constant(offset, i32)), name_hint="item")
@@ -277,7 +270,7 @@ def pipeline_cache(kernel: Kernel, cache: Cache, stages: int, anchor: Operation)
             parity = rb.op("tile.and", rnd, rb.constant(1, i32), name_hint="parity")
             rb.create("tile.mbarrier_wait", new_ready, slot, parity)
         # a view of its own: the old view may be shared with the copy or another read
-        r.load.operands[0] = rb.op("tile.smem_index", new_buf, slot, type=r.index.result.type)
+        r.load.buf = rb.op("tile.smem_index", new_buf, slot, type=r.index.result.type)
         if not resident or r.phase == last_phase:
             after = Builder.after(r.load)
             after.create("tile.fence_async_shared")
@@ -291,7 +284,7 @@ def pipeline_cache(kernel: Kernel, cache: Cache, stages: int, anchor: Operation)
     # the views of the old buffer the copies and reads used are unused now
     uses = use_counts(kernel.body)
     for op in list(kernel.walk()):
-        if isinstance(op, SmemIndexOp) and op.operands[0] is alloc_op.result and not uses.get(id(op.result)):
+        if isinstance(op, SmemIndexOp) and op.buf is alloc_op.result and not uses.get(id(op.result)):
             op.erase()
     uses = use_counts(kernel.body)
     assert not uses.get(id(alloc_op.result)) and not uses.get(id(ready_op.result)), "the old cache is still used"

@@ -26,6 +26,10 @@ GLUON_DEFAULT = [
     "cse",  # and merges
     "fp32-at-use",  # after the last CSE (it would merge the copies): casts at each use, caches stay narrow
     "dce",  # what the rewrites left unused goes
+    # last, once no pass moves or merges the reads any more: a CTA barrier between two reads of one
+    # shared-memory buffer, or Triton's CSE would merge the second into the first and keep the row
+    # in registers between phases
+    "separate-reads",
 ]
 
 TRITON_DEFAULT = [
@@ -54,16 +58,17 @@ def gluon_form(
     """A form of the Gluon pipeline with its choices open (the passes and their order as in
     GLUON_DEFAULT, which is `gluon_form(cache="auto")`): the plan pass's options, the cache,
     `persistent`, the ring's `stages` (None: the pass chooses), `warp-specialize`, and whether
-    the cache becomes a ring at all. The tests and the variant survey name their forms with it."""
+    the cache becomes a ring at all. Every form ends with `separate-reads`, as GLUON_DEFAULT does.
+    The tests and the variant survey name their forms with it."""
     parts = [f"plan{{{plan}}}", "canonicalize,peel,canonicalize,cse", f"reuse{{cache={cache}}}", "cse"]
     if not pipelined:
-        return ",".join([*parts, "fp32-at-use,dce"])
+        return ",".join([*parts, "fp32-at-use,dce,separate-reads"])
     if persistent:
         parts.append("persistent")
     parts.append("pipeline" if stages is None else f"pipeline{{stages={stages}}}")
     if specialize:
         parts.append("warp-specialize")
-    return ",".join([*parts, "canonicalize,cse,fp32-at-use,dce"])
+    return ",".join([*parts, "canonicalize,cse,fp32-at-use,dce,separate-reads"])
 
 
 NAMED_PIPELINES["gluon-default"] = ",".join(GLUON_DEFAULT)

@@ -11,9 +11,9 @@ from tilec.ir.core import BlockArg, Kernel, Value, defining_op
 from tilec.ir.expr import evaluate
 from tilec.ir.ops import (
     ArangeOp,
+    BinaryOp,
     BroadcastOp,
     ConvertLayoutOp,
-    ElementwiseOp,
     ExpandDimsOp,
     ForOp,
     NumProgramsOp,
@@ -69,9 +69,9 @@ class RangeAnalysis:
             g = self.grid(op.attr("axis"))
             return (0, g - 1) if g is not None else None
         if isinstance(op, (BroadcastOp, ExpandDimsOp, ConvertLayoutOp, ReshapeOp)):
-            return self(op.operands[0])
-        if isinstance(op, ElementwiseOp) and op.arity == 2:
-            a, b = self(op.operands[0]), self(op.operands[1])
+            return self(op.src)
+        if isinstance(op, BinaryOp):
+            a, b = self(op.lhs), self(op.rhs)
             if a is None or b is None:
                 return None
             return _binary(op.name, a, b)

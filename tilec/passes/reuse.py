@@ -38,7 +38,7 @@ from tilec.ir.core import Block, Kernel, Module, Operation, OpResult, Value, def
 from tilec.ir.dtypes import DType, i32
 from tilec.ir.expr import evaluate
 from tilec.ir.layouts import NVMMASharedLayout
-from tilec.ir.ops import CmpOp, ForOp, LoadOp, StoreOp
+from tilec.ir.ops import BinaryOp, BroadcastOp, CmpOp, ConvertLayoutOp, ForOp, LoadOp, StoreOp
 from tilec.ir.target import DEFAULT
 from tilec.ir.types import MBarrierType, PointerType, SharedBufferType, TensorDescType, TileType
 from tilec.passes.affine import Affine, affine
@@ -85,11 +85,11 @@ def _equivalent(a: Value, b: Value, pairs: dict[int, Value], memo: dict[tuple[in
 
 
 def _loads_in(block: Block, ptr: Value) -> list[LoadOp]:
-    return [op for op in block.walk() if isinstance(op, LoadOp) and op.operands[0] is ptr]
+    return [op for op in block.walk() if isinstance(op, LoadOp) and op.ptr is ptr]
 
 
 def _stores_to(ops: list[Operation], ptr: Value) -> bool:
-    return any(isinstance(op, StoreOp) and op.operands[0] is ptr for top in ops for op in top.walk())
+    return any(isinstance(op, StoreOp) and op.ptr is ptr for top in ops for op in top.walk())
 
 
 @dataclass
@@ -111,7 +111,7 @@ def find_groups(kernel: Kernel) -> list[Group]:
             if not isinstance(op, LoadOp) or not isinstance(op.result.type, TileType):
                 continue
             for j, earlier in seen:
-                if _same_operands(earlier, op) and not _stores_to(ops[j + 1 : i], op.operands[0]):
+                if _same_operands(earlier, op) and not _stores_to(ops[j + 1 : i], op.ptr):
                     g = next((g for g in groups if g.first is earlier), None)
                     if g is None:
                         groups.append(Group(earlier, [op]))
@@ -124,14 +124,14 @@ def find_groups(kernel: Kernel) -> list[Group]:
         loops = [(i, op) for i, op in enumerate(ops) if isinstance(op, ForOp)]
         for a_pos, (ia, la) in enumerate(loops):
             for ib, lb in loops[a_pos + 1 :]:
-                if not all(x is y for x, y in zip(la.operands[:3], lb.operands[:3])):
+                if not (la.lower is lb.lower and la.upper is lb.upper and la.step is lb.step):
                     continue
                 for load_a in [op for op in la.body.ops if isinstance(op, LoadOp)]:
-                    ptr = load_a.operands[0]
+                    ptr = load_a.ptr
                     if _stores_to([la, *ops[ia + 1 : ib]], ptr):
                         continue
                     pairs: dict[int, Value] = {id(la.induction_var): lb.induction_var}
-                    for load_b in [op for op in lb.body.ops if isinstance(op, LoadOp) and op.operands[0] is ptr]:
+                    for load_b in [op for op in lb.body.ops if isinstance(op, LoadOp) and op.ptr is ptr]:
                         same = len(load_a.operands) == len(load_b.operands)
                         memo: dict[tuple[int, int], bool] = {}
                         if same and all(
@@ -168,17 +168,17 @@ class Box:
     col_const: int
 
 
-def _mask_terms(v: Value | None) -> list[Operation] | None:
+def _mask_terms(v: Value | None) -> list[CmpOp] | None:
     """The comparisons a mask is the conjunction of (None if it is something else)."""
     if v is None:
         return []
     op = defining_op(v)
     if op is None:
         return None
-    if op.name in ("tile.broadcast", "tile.convert_layout"):
-        return _mask_terms(op.operands[0])
-    if op.name == "tile.and":
-        a, b = _mask_terms(op.operands[0]), _mask_terms(op.operands[1])
+    if isinstance(op, (BroadcastOp, ConvertLayoutOp)):
+        return _mask_terms(op.src)
+    if isinstance(op, BinaryOp) and op.name == "tile.and":
+        a, b = _mask_terms(op.lhs), _mask_terms(op.rhs)
         return None if a is None or b is None else a + b
     if isinstance(op, CmpOp):
         return [op]
@@ -193,7 +193,7 @@ def tma_box(kernel: Kernel, load: LoadOp, loop: ForOp | None) -> tuple[Box, bool
         return None
     rows, cols = t.shape
     assert isinstance(rows, int) and isinstance(cols, int)
-    aff = affine(load.operands[1])
+    aff = affine(load.offsets)
     if aff is None:
         return None
     dims = aff.dims()
@@ -215,14 +215,14 @@ def tma_box(kernel: Kernel, load: LoadOp, loop: ForOp | None) -> tuple[Box, bool
             return None
     row_const, col_const = divmod(aff.const, stride)
     # the global view: N columns, M rows, from the masks (or from what the masks were proved to allow)
-    terms = _mask_terms(load.operands[2] if len(load.operands) > 2 else None)
+    terms = _mask_terms(load.mask)
     if terms is None:
         return None
     n_cols: int | None = None
     n_rows: int | None = None
     bounds_only = True
     for cmp in terms:
-        lhs, rhs = affine(cmp.operands[0]), const_value(cmp.operands[1])
+        lhs, rhs = affine(cmp.lhs), const_value(cmp.rhs)
         if cmp.attr("predicate") != "lt" or lhs is None or not isinstance(rhs, int):
             bounds_only = False
             continue
@@ -307,10 +307,9 @@ def _read(b: Builder, load: LoadOp, slot: Value, bounds_only: bool) -> Value:
     t = load.result.type
     assert isinstance(t, TileType)
     v = b.op("tile.smem_load", slot, type=t, name_hint=load.result.name_hint)
-    has_other = len(load.operands) > 3
-    if len(load.operands) > 2 and (has_other or not bounds_only):
-        other = load.operands[3] if has_other else b.constant(0, t.dtype)
-        v = b.op("tile.where", load.operands[2], v, other)
+    if load.mask is not None and (load.other is not None or not bounds_only):
+        other = load.other if load.other is not None else b.constant(0, t.dtype)
+        v = b.op("tile.where", load.mask, v, other)
     return v
 
 
@@ -333,7 +332,7 @@ def cache_in_smem(kernel: Kernel, group: Group, budget: int) -> str | None:
     if found is None:
         return "its offsets are not a row block a TMA box can describe"
     box, bounds_only = found
-    ptr = group.first.operands[0]
+    ptr = group.first.ptr
     assert isinstance(ptr.type, PointerType)
     dt = ptr.type.pointee
     if (
@@ -422,7 +421,7 @@ class Reuse(Pass):
             for group in groups:
                 if group.first.parent is None:
                     continue
-                what = f"%{group.first.operands[0].name_hint}"
+                what = f"%{group.first.ptr.name_hint}"
                 if self.cache in ("auto", "smem"):
                     smem_why = cache_in_smem(kernel, group, self.smem_budget)
                     if smem_why is None:

@@ -117,7 +117,7 @@ def const_value(v: Value) -> int | float | None:
         val = op.attr("value")
         return None if isinstance(val, Expr) else val
     if isinstance(op, BroadcastOp):
-        return const_value(op.operands[0])
+        return const_value(op.src)
     return None
 
 

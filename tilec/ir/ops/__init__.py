@@ -8,6 +8,7 @@ from tilec.ir.ops.compute import (
     ArangeOp,
     ArgCombineOp,
     ArgReduceOp,
+    BinaryOp,
     BitcastOp,
     BroadcastOp,
     CastOp,
@@ -25,11 +26,13 @@ from tilec.ir.ops.compute import (
     ReshapeOp,
     SoftmaxCombineOp,
     SoftmaxReduceOp,
+    TernaryOp,
+    UnaryOp,
     WelfordCombineOp,
     WelfordOp,
     WhereOp,
 )
-from tilec.ir.ops.control import ForOp, IfOp, WarpSpecializeOp, YieldOp
+from tilec.ir.ops.control import ForOp, IfOp, WarpSpecializeOp, YieldOp, yielded_values
 from tilec.ir.ops.memory import (
     CtaBarrierOp,
     FenceAsyncSharedOp,
@@ -60,6 +63,7 @@ __all__ = [
     "ArangeOp",
     "ArgCombineOp",
     "ArgReduceOp",
+    "BinaryOp",
     "BitcastOp",
     "BroadcastOp",
     "CastOp",
@@ -94,6 +98,8 @@ __all__ = [
     "SmemStoreOp",
     "SoftmaxCombineOp",
     "SoftmaxReduceOp",
+    "TernaryOp",
+    "UnaryOp",
     "StoreOp",
     "TmaLoadOp",
     "TmaStoreOp",
@@ -103,4 +109,5 @@ __all__ = [
     "WelfordOp",
     "WhereOp",
     "YieldOp",
+    "yielded_values",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from tilec.ir.core import Attr, Operation, Value
+from tilec.ir.core import Attr, Operand, Operation, Optional, Value, Variadic
 from tilec.ir.dtypes import DType, Type, f32, i1, i32
 from tilec.ir.expr import BinExpr, Expr
 from tilec.ir.layouts import SliceLayout
@@ -13,7 +13,6 @@ from tilec.ir.ops.common import (
     check_dtype_class,
     check_dtypes_equal,
     check_mask,
-    check_operand_count,
     check_results,
     common_tile,
     elem_dtype,
@@ -41,7 +40,6 @@ class ProgramIdOp(Operation):
         return [i32]
 
     def verify_(self) -> None:
-        check_operand_count(self, 0)
         if self.attr("axis") not in (0, 1, 2):
             raise self.error("axis must be 0, 1 or 2")
         check_results(self, [i32])
@@ -62,7 +60,6 @@ class ConstantOp(Operation):
     traits = PURE
 
     def verify_(self) -> None:
-        check_operand_count(self, 0)
         if len(self.results) != 1 or not isinstance(self.result.type, DType):
             raise self.error("must have one scalar result")
         v = self.attributes["value"]
@@ -90,7 +87,6 @@ class ArangeOp(Operation):
     traits = PURE
 
     def verify_(self) -> None:
-        check_operand_count(self, 0)
         t = self.result.type
         if not isinstance(t, TileType) or t.rank != 1 or t.dtype != i32:
             raise self.error("result must be a 1-D i32 tile")
@@ -113,7 +109,6 @@ class FullOp(Operation):
     traits = PURE
 
     def verify_(self) -> None:
-        check_operand_count(self, 0)
         t = self.result.type
         if not isinstance(t, TileType):
             raise self.error("result must be a tile")
@@ -128,12 +123,12 @@ class BroadcastOp(Operation):
     """Broadcasts a scalar, or a tile's size-1 dimensions, to the result shape."""
 
     name = "tile.broadcast"
+    src = Operand()
     num_results = 1
     traits = PURE
 
     def verify_(self) -> None:
-        check_operand_count(self, 1)
-        src, dst = self.operands[0].type, self.result.type
+        src, dst = self.src.type, self.result.type
         if not isinstance(dst, TileType):
             raise self.error("result must be a tile")
         if elem_dtype(src) != dst.dtype:
@@ -152,6 +147,7 @@ class ExpandDimsOp(Operation):
     """Inserts a size-1 dimension at `axis`; a slice layout along `axis` becomes its parent."""
 
     name = "tile.expand_dims"
+    src = Operand()
     attrs = {"axis": Attr("int")}
     num_results = 1
     traits = PURE
@@ -170,8 +166,7 @@ class ExpandDimsOp(Operation):
         return [TileType(t.shape[:axis] + (1,) + t.shape[axis:], t.dtype, layout)]
 
     def verify_(self) -> None:
-        check_operand_count(self, 1)
-        t = self.operands[0].type
+        t = self.src.type
         axis = self.attr("axis")
         if isinstance(t, TileType):
             if not 0 <= axis <= t.rank:
@@ -194,12 +189,12 @@ class ReshapeOp(Operation):
     """Same elements, another shape (row-major order)."""
 
     name = "tile.reshape"
+    src = Operand()
     num_results = 1
     traits = PURE
 
     def verify_(self) -> None:
-        check_operand_count(self, 1)
-        src, dst = self.operands[0].type, self.result.type
+        src, dst = self.src.type, self.result.type
         if not isinstance(src, TileType) or not isinstance(dst, TileType):
             raise self.error("takes and returns tiles")
         if src.dtype != dst.dtype:
@@ -213,12 +208,12 @@ class ConvertLayoutOp(Operation):
     """Same tile in another distributed layout."""
 
     name = "tile.convert_layout"
+    src = Operand()
     num_results = 1
     traits = PURE
 
     def verify_(self) -> None:
-        check_operand_count(self, 1)
-        src, dst = self.operands[0].type, self.result.type
+        src, dst = self.src.type, self.result.type
         if not isinstance(src, TileType) or not isinstance(dst, TileType):
             raise self.error("takes and returns tiles")
         if src.shape != dst.shape or src.dtype != dst.dtype:
@@ -241,6 +236,13 @@ class ElementwiseOp(Operation):
     def result_dtype(cls, dtype: DType, attributes: dict[str, Any]) -> DType:
         return dtype
 
+    @property
+    def operand_dtype(self) -> DType:
+        """The element dtype all operands share (the verifier checks that they do)."""
+        dt = elem_dtype(self.operands[0].type)
+        assert dt is not None
+        return dt
+
     @classmethod
     def infer(cls, operands: Sequence[Value], attributes: dict[str, Any]) -> list[Type] | None:
         shaped = next((v.type for v in operands if isinstance(v.type, TileType)), None)
@@ -251,7 +253,6 @@ class ElementwiseOp(Operation):
         return [tile_or_scalar(shaped, out) if shaped is not None else out]
 
     def verify_(self) -> None:
-        check_operand_count(self, self.arity)
         common_tile(self, self.operands)
         dt = check_dtypes_equal(self, self.operands)
         check_dtype_class(self, dt, self.operand_class)
@@ -260,11 +261,37 @@ class ElementwiseOp(Operation):
         check_results(self, inferred)
 
 
+class UnaryOp(ElementwiseOp):
+    """An elementwise op of one operand."""
+
+    arity = 1
+    x = Operand()
+
+
+class BinaryOp(ElementwiseOp):
+    """An elementwise op of two operands."""
+
+    arity = 2
+    lhs = Operand()
+    rhs = Operand()
+
+
+class TernaryOp(ElementwiseOp):
+    """An elementwise op of three operands (fma: a * b + c)."""
+
+    arity = 3
+    a = Operand()
+    b = Operand()
+    c = Operand()
+
+
+ARITY_BASES: dict[int, type[ElementwiseOp]] = {1: UnaryOp, 2: BinaryOp, 3: TernaryOp}
+
+
 def _elementwise(op_name: str, arity: int, operand_class: str, doc: str) -> type[ElementwiseOp]:
     cls_name = "".join(p.capitalize() for p in op_name.split(".")[1].split("_")) + "Op"
-    return type(
-        cls_name, (ElementwiseOp,), {"name": op_name, "arity": arity, "operand_class": operand_class, "__doc__": doc}
-    )
+    namespace = {"name": op_name, "operand_class": operand_class, "__doc__": doc}
+    return type(cls_name, (ARITY_BASES[arity],), namespace)
 
 
 # (name, arity, operands, meaning) — the interpreter and docs/ir.md give the exact semantics.
@@ -308,11 +335,10 @@ ELEMENTWISE_OPS: dict[str, type[ElementwiseOp]] = {
 CMP_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
 
 
-class CmpOp(ElementwiseOp):
+class CmpOp(BinaryOp):
     """Compares a and b elementwise; i1 results. Any comparison with NaN is false except `ne`."""
 
     name = "tile.cmp"
-    arity = 2
     operand_class = "any"
     attrs = {"predicate": Attr("choice", choices=CMP_PREDICATES)}
 
@@ -325,6 +351,9 @@ class WhereOp(Operation):
     """cond ? a : b, elementwise."""
 
     name = "tile.where"
+    cond = Operand()
+    true_value = Operand()
+    false_value = Operand()
     num_results = 1
     traits = PURE
 
@@ -337,11 +366,10 @@ class WhereOp(Operation):
         return [tile_or_scalar(shaped, dt) if shaped is not None else dt]
 
     def verify_(self) -> None:
-        check_operand_count(self, 3)
         common_tile(self, self.operands)
-        if elem_dtype(self.operands[0].type) != i1:
+        if elem_dtype(self.cond.type) != i1:
             raise self.error("condition must have dtype i1")
-        check_dtypes_equal(self, self.operands[1:])
+        check_dtypes_equal(self, [self.true_value, self.false_value])
         inferred = self.infer(self.operands, self.attributes)
         assert inferred is not None
         check_results(self, inferred)
@@ -351,12 +379,12 @@ class CastOp(Operation):
     """Converts to the result dtype: floats round to nearest even, float to int truncates."""
 
     name = "tile.cast"
+    src = Operand()
     num_results = 1
     traits = PURE
 
     def verify_(self) -> None:
-        check_operand_count(self, 1)
-        src, dst = self.operands[0].type, self.result.type
+        src, dst = self.src.type, self.result.type
         if elem_dtype(src) is None or elem_dtype(dst) is None:
             raise self.error("takes and returns scalars or tiles")
         if isinstance(src, TileType) != isinstance(dst, TileType):
@@ -376,7 +404,7 @@ class BitcastOp(CastOp):
 
     def verify_(self) -> None:
         super().verify_()
-        a, b = elem_dtype(self.operands[0].type), elem_dtype(self.result.type)
+        a, b = elem_dtype(self.src.type), elem_dtype(self.result.type)
         assert a is not None and b is not None
         if a.bits != b.bits:
             raise self.error(f"needs dtypes of one width, got {a} and {b}")
@@ -389,26 +417,27 @@ REDUCE_KINDS = ("sum", "max", "min", "prod")
 
 
 class ReductionOp(Operation):
-    """Base: reduces operand 0 along `axis`; an optional i1 mask (operand 1) leaves elements out."""
+    """Base: reduces `src` along `axis`; an optional i1 `mask` leaves elements out."""
 
+    src = Operand()
+    mask = Optional()
     traits = PURE
     result_count: ClassVar[int] = 1
 
     def reduced(self) -> Type:
-        t = self.operands[0].type
+        t = self.src.type
         assert isinstance(t, TileType)
         return reduced_type(t, self.attr("axis"))
 
     def verify_reduction(self) -> TileType:
-        check_operand_count(self, 1, 2)
-        t = self.operands[0].type
+        t = self.src.type
         if not isinstance(t, TileType):
             raise self.error("takes a tile")
         axis = self.attr("axis")
         if not 0 <= axis < t.rank:
             raise self.error(f"axis {axis} out of range for rank {t.rank}")
-        if len(self.operands) == 2:
-            check_mask(self, self.operands[1], t)
+        if self.mask is not None:
+            check_mask(self, self.mask, t)
         if len(self.results) != self.result_count:
             raise self.error(f"has {self.result_count} results")
         return t
@@ -492,13 +521,15 @@ class SoftmaxReduceOp(ReductionOp):
 
 
 class CombineOp(Operation):
-    """Base of the elementwise combines of two partial reductions (operands: a's parts, b's parts)."""
+    """Base of the elementwise combines of two partial reductions (`partials`: a's parts, then b's)."""
 
+    partials = Variadic()
     parts: ClassVar[int] = 2
     traits = PURE
 
     def verify_(self) -> None:
-        check_operand_count(self, 2 * self.parts)
+        if len(self.operands) != 2 * self.parts:
+            raise self.error(f"takes two partials of {self.parts} values, got {len(self.operands)} values")
         common_tile(self, self.operands)
         types = [v.type for v in self.operands]
         if types[: self.parts] != types[self.parts :]:

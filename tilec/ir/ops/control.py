@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tilec.ir.core import Attr, Block, BlockArg, Operation, Value
+from tilec.ir.core import Attr, Block, BlockArg, Operand, Operation, Value, Variadic
 from tilec.ir.dtypes import DType, Type, i1
-from tilec.ir.ops.common import check_int_scalar, check_operand_count
+from tilec.ir.ops.common import check_int_scalar
 from tilec.ir.types import TileType
 
 
@@ -12,13 +12,20 @@ class YieldOp(Operation):
     """Ends a region, passing values to the op that owns it."""
 
     name = "tile.yield"
+    values = Variadic()
     num_results = 0
     traits = frozenset({"terminator"})
 
 
+def yielded_values(block: Block) -> list[Value]:
+    """The values the block's `tile.yield` passes on ([] if it has none)."""
+    term = block.terminator
+    return term.values if isinstance(term, YieldOp) else []
+
+
 def _check_yield(op: Operation, block: Block, types: list[Type], what: str) -> None:
     term = block.terminator
-    got = [v.type for v in term.operands] if term is not None else []
+    got = [v.type for v in yielded_values(block)]
     if term is None and types:
         raise op.error(f"{what} must end with 'tile.yield' of {len(types)} values")
     if got != types:
@@ -33,6 +40,10 @@ class ForOp(Operation):
     last ones. `unroll` asks for a compile-time unrolled loop (bounds must then be constants)."""
 
     name = "tile.for"
+    lower = Operand()
+    upper = Operand()
+    step = Operand()
+    inits = Variadic()
     attrs = {"unroll": Attr("bool", required=False, default=False)}
     num_results = None
     num_regions = 1
@@ -40,22 +51,6 @@ class ForOp(Operation):
     @property
     def body(self) -> Block:
         return self.regions[0]
-
-    @property
-    def lower(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def upper(self) -> Value:
-        return self.operands[1]
-
-    @property
-    def step(self) -> Value:
-        return self.operands[2]
-
-    @property
-    def inits(self) -> list[Value]:
-        return self.operands[3:]
 
     @property
     def induction_var(self) -> BlockArg:
@@ -66,9 +61,7 @@ class ForOp(Operation):
         return self.body.args[1:]
 
     def verify_(self) -> None:
-        if len(self.operands) < 3:
-            raise self.error("takes lower bound, upper bound and step")
-        for v, what in zip(self.operands[:3], ("lower bound", "upper bound", "step")):
+        for v, what in zip((self.lower, self.upper, self.step), ("lower bound", "upper bound", "step")):
             check_int_scalar(self, v, what)
         if not (self.lower.type == self.upper.type == self.step.type):
             raise self.error("bounds and step must have one dtype")
@@ -89,12 +82,12 @@ class IfOp(Operation):
     """Runs the then-region if `cond` is true, else the else-region; results come from their yields."""
 
     name = "tile.if"
+    cond = Operand()
     num_results = None
     num_regions = 2
 
     def verify_(self) -> None:
-        check_operand_count(self, 1)
-        if self.operands[0].type != i1:
+        if self.cond.type != i1:
             raise self.error("condition must be an i1 scalar")
         if len(self.regions) != 2:
             raise self.error("has a then-region and an else-region")
@@ -122,12 +115,13 @@ class WarpSpecializeOp(Operation):
     }
     num_results = None
     num_regions = -1  # one per partition
+    captured = Variadic()
     traits = frozenset({"isolated"})
 
     def partition_captures(self, i: int) -> list[Value]:
         counts = self.attr("captures")
         start = sum(counts[:i])
-        return self.operands[start : start + counts[i]]
+        return self.captured[start : start + counts[i]]
 
     def verify_(self) -> None:
         counts, warps, regs = self.attr("captures"), self.attr("worker_warps"), self.attr("worker_regs")

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tilec.ir.core import Attr, Operation, Value
+from tilec.ir.core import Attr, Operand, Operation, Optional, Value, Variadic
 from tilec.ir.dtypes import DType, Type, i1
 from tilec.ir.ops.common import (
     check_int_scalar,
     check_mask,
-    check_operand_count,
     check_results,
     elem_dtype,
     tile_or_scalar,
@@ -36,16 +35,16 @@ def _check_offsets(op: Operation, ptr: Value, offsets: Value) -> DType:
 
 class LoadOp(Operation):
     """Reads ptr[offsets]. With a mask, masked-off elements are not read and take `other`
-    (0 if absent). Operands: ptr, offsets[, mask[, other]]."""
+    (0 if absent)."""
 
     name = "tile.load"
+    ptr = Operand()
+    offsets = Operand()
+    mask = Optional()
+    other = Optional()
     attrs = {"eviction": Attr("choice", required=False, default="", choices=EVICTION)}
     num_results = 1
     traits = READS
-
-    @property
-    def ptr(self) -> Value:
-        return self.operands[0]
 
     @classmethod
     def infer(cls, operands: Sequence[Value], attributes: dict[str, Any]) -> list[Type] | None:
@@ -55,13 +54,12 @@ class LoadOp(Operation):
         return [tile_or_scalar(offsets, ptr.pointee)]
 
     def verify_(self) -> None:
-        check_operand_count(self, 2, 4)
-        pointee = _check_offsets(self, self.operands[0], self.operands[1])
-        offsets = self.operands[1].type
-        if len(self.operands) >= 3:
-            check_mask(self, self.operands[2], offsets)
-        if len(self.operands) == 4:
-            other = self.operands[3].type
+        pointee = _check_offsets(self, self.ptr, self.offsets)
+        offsets = self.offsets.type
+        if self.mask is not None:
+            check_mask(self, self.mask, offsets)
+        if self.other is not None:
+            other = self.other.type
             if elem_dtype(other) != pointee:
                 raise self.error(f"'other' must have the pointee dtype {pointee}")
             if isinstance(other, TileType) and (
@@ -72,23 +70,26 @@ class LoadOp(Operation):
 
 
 class StoreOp(Operation):
-    """Writes value to ptr[offsets] where the mask is true. Operands: ptr, offsets, value[, mask]."""
+    """Writes value to ptr[offsets] where the mask is true."""
 
     name = "tile.store"
+    ptr = Operand()
+    offsets = Operand()
+    value = Operand()
+    mask = Optional()
     num_results = 0
 
     def verify_(self) -> None:
-        check_operand_count(self, 3, 4)
-        pointee = _check_offsets(self, self.operands[0], self.operands[1])
-        offsets, value = self.operands[1].type, self.operands[2].type
+        pointee = _check_offsets(self, self.ptr, self.offsets)
+        offsets, value = self.offsets.type, self.value.type
         if elem_dtype(value) != pointee:
             raise self.error(f"value must have the pointee dtype {pointee}, got {elem_dtype(value)}")
         if isinstance(value, TileType) and (
             not isinstance(offsets, TileType) or value.shape != offsets.shape or value.layout != offsets.layout
         ):
             raise self.error("value must be a scalar or shaped like the offsets")
-        if len(self.operands) == 4:
-            check_mask(self, self.operands[3], offsets)
+        if self.mask is not None:
+            check_mask(self, self.mask, offsets)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,7 +115,6 @@ class SmemAllocOp(Operation):
     traits = ALLOC
 
     def verify_(self) -> None:
-        check_operand_count(self, 0)
         if not isinstance(self.result.type, SharedBufferType):
             raise self.error("result must be a shared-memory buffer")
 
@@ -123,6 +123,8 @@ class SmemIndexOp(Operation):
     """Slot `slot` of a multi-slot buffer (a run-time index)."""
 
     name = "tile.smem_index"
+    buf = Operand()
+    slot = Operand()
     num_results = 1
     traits = frozenset({"pure"})
 
@@ -132,9 +134,8 @@ class SmemIndexOp(Operation):
         return [t.slot_type()] if isinstance(t, SharedBufferType) and t.slots is not None else None
 
     def verify_(self) -> None:
-        check_operand_count(self, 2)
-        t = _smem(self, self.operands[0], "buffer", slots=True)
-        check_int_scalar(self, self.operands[1], "slot")
+        t = _smem(self, self.buf, "buffer", slots=True)
+        check_int_scalar(self, self.slot, "slot")
         check_results(self, [t.slot_type()])
 
 
@@ -142,13 +143,13 @@ class SmemSliceOp(Operation):
     """A sub-range [start, start + length) of dimension `dim` (compile-time bounds)."""
 
     name = "tile.smem_slice"
+    buf = Operand()
     attrs = {"dim": Attr("int"), "start": Attr("int"), "length": Attr("int")}
     num_results = 1
     traits = frozenset({"pure"})
 
     def verify_(self) -> None:
-        check_operand_count(self, 1)
-        t = _smem(self, self.operands[0], "buffer")
+        t = _smem(self, self.buf, "buffer")
         dim, start, length = self.attr("dim"), self.attr("start"), self.attr("length")
         if not 0 <= dim < len(t.shape):
             raise self.error(f"dim {dim} out of range")
@@ -163,12 +164,12 @@ class SmemLoadOp(Operation):
     """Reads a whole shared buffer into a register tile of the result's layout."""
 
     name = "tile.smem_load"
+    buf = Operand()
     num_results = 1
     traits = READS
 
     def verify_(self) -> None:
-        check_operand_count(self, 1)
-        t = _smem(self, self.operands[0], "buffer")
+        t = _smem(self, self.buf, "buffer")
         r = self.result.type
         if not isinstance(r, TileType) or r.shape != t.shape or r.dtype != t.dtype:
             raise self.error("result must be a tile of the buffer's shape and dtype")
@@ -178,12 +179,13 @@ class SmemStoreOp(Operation):
     """Writes a register tile into a whole shared buffer."""
 
     name = "tile.smem_store"
+    buf = Operand()
+    value = Operand()
     num_results = 0
 
     def verify_(self) -> None:
-        check_operand_count(self, 2)
-        t = _smem(self, self.operands[0], "buffer")
-        v = self.operands[1].type
+        t = _smem(self, self.buf, "buffer")
+        v = self.value.type
         if not isinstance(v, TileType) or v.shape != t.shape or v.dtype != t.dtype:
             raise self.error("value must be a tile of the buffer's shape and dtype")
 
@@ -208,45 +210,58 @@ def _barrier(op: Operation, bars: Value, index: Value) -> MBarrierType:
 class TmaLoadOp(Operation):
     """Copies the box at `coords` from global memory into `dst`; the copy's bytes complete a
     transaction on barrier bars[index]. Out-of-bounds parts of the box are filled with zeros.
-    Operands: desc, coords (one per dim), bars, index, dst[, pred]."""
+    `coords` has one value per dimension of the descriptor; the copy happens only where `pred`
+    (an i1 scalar, when present) is true."""
 
     name = "tile.tma_load"
+    desc = Operand()
+    coords = Variadic()
+    bars = Operand()
+    index = Operand()
+    dst = Operand()
+    pred = Optional()
     num_results = 0
+
+    def variadic_length(self) -> int | None:
+        desc = self.operands[0].type if self.operands else None
+        return len(desc.block_shape) if isinstance(desc, TensorDescType) else None
 
     def verify_(self) -> None:
         if not self.operands:
             raise self.error("needs a descriptor")
-        desc = _desc(self, self.operands[0])
-        rank = len(desc.block_shape)
-        check_operand_count(self, rank + 4, rank + 5)
-        for c in self.operands[1 : 1 + rank]:
+        desc = _desc(self, self.desc)
+        for c in self.coords:
             check_int_scalar(self, c, "coordinate")
-        _barrier(self, self.operands[1 + rank], self.operands[2 + rank])
-        dst = _smem(self, self.operands[3 + rank], "destination")
+        _barrier(self, self.bars, self.index)
+        dst = _smem(self, self.dst, "destination")
         if dst.shape != desc.block_shape or dst.dtype != desc.dtype:
             raise self.error("destination must match the descriptor's block shape and dtype")
         if dst.layout != desc.layout:
             raise self.error("destination must have the descriptor's layout")
-        if len(self.operands) == rank + 5 and self.operands[-1].type != i1:
+        if self.pred is not None and self.pred.type != i1:
             raise self.error("predicate must be an i1 scalar")
 
 
 class TmaStoreOp(Operation):
     """Copies `src` to the box at `coords` in global memory; out-of-bounds parts are dropped.
-    Completion is awaited with `tile.tma_store_wait`. Operands: desc, coords, src."""
+    Completion is awaited with `tile.tma_store_wait`. `coords` has one value per dimension."""
 
     name = "tile.tma_store"
+    desc = Operand()
+    coords = Variadic()
+    src = Operand()
     num_results = 0
 
     def verify_(self) -> None:
         if not self.operands:
             raise self.error("needs a descriptor")
-        desc = _desc(self, self.operands[0])
+        desc = _desc(self, self.desc)
         rank = len(desc.block_shape)
-        check_operand_count(self, rank + 2)
-        for c in self.operands[1 : 1 + rank]:
+        if len(self.coords) != rank:
+            raise self.error(f"takes {rank} coordinates for a rank-{rank} descriptor, got {len(self.coords)}")
+        for c in self.coords:
             check_int_scalar(self, c, "coordinate")
-        src = _smem(self, self.operands[-1], "source")
+        src = _smem(self, self.src, "source")
         if src.shape != desc.block_shape or src.dtype != desc.dtype or src.layout != desc.layout:
             raise self.error("source must match the descriptor's block shape, dtype and layout")
 
@@ -259,7 +274,6 @@ class TmaStoreWaitOp(Operation):
     num_results = 0
 
     def verify_(self) -> None:
-        check_operand_count(self, 0)
         if self.attr("pendings") < 0:
             raise self.error("pendings must not be negative")
 
@@ -276,20 +290,19 @@ class MBarrierAllocOp(Operation):
     traits = ALLOC
 
     def verify_(self) -> None:
-        check_operand_count(self, 0)
         if not isinstance(self.result.type, MBarrierType):
             raise self.error("result must be an mbarrier array")
 
 
 class MBarrierOp(Operation):
-    """Base: operands bars, index (and more per op)."""
+    """Base: an op on barrier bars[index]."""
 
+    bars = Operand()
+    index = Operand()
     num_results = 0
-    extra_operands = 0
 
     def verify_(self) -> None:
-        check_operand_count(self, 2 + self.extra_operands)
-        _barrier(self, self.operands[0], self.operands[1])
+        _barrier(self, self.bars, self.index)
 
 
 class MBarrierInitOp(MBarrierOp):
@@ -315,11 +328,13 @@ class MBarrierWaitOp(MBarrierOp):
     """Waits until the phase of parity `phase` of bars[index] has completed."""
 
     name = "tile.mbarrier_wait"
-    extra_operands = 1
+    bars = Operand()
+    index = Operand()
+    phase = Operand()
 
     def verify_(self) -> None:
         super().verify_()
-        check_int_scalar(self, self.operands[2], "phase")
+        check_int_scalar(self, self.phase, "phase")
 
 
 class MBarrierArriveOp(MBarrierOp):
@@ -345,15 +360,9 @@ class FenceAsyncSharedOp(Operation):
     name = "tile.fence_async_shared"
     num_results = 0
 
-    def verify_(self) -> None:
-        check_operand_count(self, 0)
-
 
 class CtaBarrierOp(Operation):
     """Every thread of the CTA (of the partition, inside warp_specialize) waits here for the others."""
 
     name = "tile.cta_barrier"
     num_results = 0
-
-    def verify_(self) -> None:
-        check_operand_count(self, 0)
