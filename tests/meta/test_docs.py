@@ -43,7 +43,8 @@ def test_ir_reference_names_every_ops_operands() -> None:
     for name, cls in OPS.items():
         if issubclass(cls, ElementwiseOp):
             names = ", ".join(f"`{d.name}`" for d in cls.operand_defs)
-            assert names in doc, f"docs/ir.md does not name the operands of {name}: {names}"
+            said = {1: f"take {names} (one operand)", 2: f"{names} (two)", 3: f"or {names} (`tile.fma`)"}
+            assert said[cls.arity] in doc, f"docs/ir.md does not name the operands of {name}: {names}"
         elif cls.operand_defs:
             assert listed[name] == _operands_line(cls), f"{name}: {listed[name]!r}"
         else:

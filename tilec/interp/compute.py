@@ -18,7 +18,7 @@ import torch
 
 from tilec.interp.dtypes import to_torch
 from tilec.interp.errors import ExecutionError
-from tilec.ir.core import Operation
+from tilec.ir.core import OperandDef, Operation
 from tilec.ir.dtypes import DType, Type
 from tilec.ir.expr import Expr, IntExpr
 from tilec.ir.ops.common import elem_dtype
@@ -45,16 +45,10 @@ class Operands:
         self._values = list(values)
 
     def __getattr__(self, name: str) -> Any:
-        defs = {d.name: d for d in self._op.operand_defs}
-        if name not in defs:
+        decl = getattr(type(self._op), name, None)
+        if not isinstance(decl, OperandDef):
             raise AttributeError(f"'{self._op.name}' has no operand '{name}'")
-        seg = self._op.operand_segments()[name]
-        kind = defs[name].kind
-        if kind == "variadic":
-            return self._values[seg]
-        if kind == "optional":
-            return self._values[seg.start] if seg.stop > seg.start else None
-        return self._values[seg.start]
+        return decl.pick(self._values, decl.segment(self._op))
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._values)

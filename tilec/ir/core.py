@@ -145,6 +145,10 @@ class OperandDef:
     def segment(self, op: Operation) -> slice:
         return op.operand_segments()[self.name]
 
+    def pick(self, values: Sequence[Any], seg: slice) -> Any:
+        """This operand's entry of `values` (an op's operands, or anything in their order)."""
+        raise NotImplementedError
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
@@ -159,7 +163,10 @@ class Operand(OperandDef):
     def __get__(self, op: Operation | None, owner: type) -> Operand | Value:
         if op is None:
             return self
-        return op.operands[self.segment(op).start]
+        return self.pick(op.operands, self.segment(op))
+
+    def pick(self, values: Sequence[Any], seg: slice) -> Any:
+        return values[seg.start]
 
     def __set__(self, op: Operation, value: Value) -> None:
         op.operands[self.segment(op).start] = value
@@ -177,8 +184,10 @@ class Optional(OperandDef):
     def __get__(self, op: Operation | None, owner: type) -> Optional | Value | None:
         if op is None:
             return self
-        seg = self.segment(op)
-        return op.operands[seg.start] if seg.stop > seg.start else None
+        return self.pick(op.operands, self.segment(op))
+
+    def pick(self, values: Sequence[Any], seg: slice) -> Any:
+        return values[seg.start] if seg.stop > seg.start else None
 
     def __set__(self, op: Operation, value: Value | None) -> None:
         seg = self.segment(op)
@@ -213,7 +222,10 @@ class Variadic(OperandDef):
     def __get__(self, op: Operation | None, owner: type) -> Variadic | list[Value]:
         if op is None:
             return self
-        return op.operands[self.segment(op)]
+        return self.pick(op.operands, self.segment(op))
+
+    def pick(self, values: Sequence[Any], seg: slice) -> Any:
+        return list(values[seg])
 
     def __set__(self, op: Operation, values: Sequence[Value]) -> None:
         op.operands[self.segment(op)] = list(values)

@@ -81,14 +81,6 @@ def check_dtype_class(op: Operation, dtype: DType, cls: str) -> None:
         raise op.error(f"takes {names[cls]}, got {dtype}")
 
 
-def check_operand_count(op: Operation, lo: int, hi: int | None = None) -> None:
-    hi = lo if hi is None else hi
-    n = len(op.operands)
-    if not lo <= n <= hi:
-        want = str(lo) if lo == hi else f"{lo} to {hi}"
-        raise op.error(f"takes {want} operands, got {n}")
-
-
 def check_results(op: Operation, expected: Sequence[Type]) -> None:
     got = [r.type for r in op.results]
     if len(got) != len(expected):
