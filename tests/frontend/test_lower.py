@@ -235,10 +235,12 @@ def test_masked_sub_block() -> None:
 # What tilec does not take
 
 
-def test_gather_is_indirect() -> None:
+def test_gather_is_a_load_at_loaded_offsets_after_a_bounds_check() -> None:
     index = torch.randint(0, 1000, (64, 4))
     k = only_kernel(lambda x, i: torch.gather(x, 1, i), _x(), index)
-    assert k.result == Unsupported(reasons.INDIRECT_INDEXING)
+    text = print_kernel(lowered(k).kernel)
+    assert 'tile.assert %ok {message = "index out of bounds: 0 <= tmp0 < 1000"}' in text
+    assert re.search(r"%\w+ = tile.load %in_ptr1, %offs", text)  # the row at the loaded column
 
 
 def test_cumsum_is_a_scan() -> None:

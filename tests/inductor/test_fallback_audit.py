@@ -69,7 +69,7 @@ def bf16_round_trip(x: torch.Tensor) -> torch.Tensor:
 
 
 bf16, f16 = torch.bfloat16, torch.float16
-INDIRECT = reasons.INDIRECT_INDEXING
+ATOMIC = reasons.ATOMIC_STORE
 
 CORPUS = [
     # norms and softmaxes: tilec's workloads
@@ -105,6 +105,7 @@ CORPUS = [
     # with emulate_precision_casts, stock rounds as eager does, and so does tilec
     Case("bf16_round_trip_emulated", bf16_round_trip, lambda: [randn(M, N)], emulate=True),
     Case("flip", lambda x: x.flip(-1) + x, lambda: [randn(M, N)]),
+    Case("pad", lambda x: F.pad(x, (2, 3)) * 2, lambda: [randn(M, N)]),  # range masks: `and_`
     Case("strided_slices", lambda x: x[:, ::2] * 2 + x[:, 1::2], lambda: [randn(M, 2 * N)], cuda=UNTRACEABLE),
     Case("masked_fill", lambda x, m: x.masked_fill(m, 0.0) * 3, lambda: [randn(M, N), randn(M, N, seed=1) > 0]),
     # reductions: other axes, other kinds
@@ -125,17 +126,28 @@ CORPUS = [
         lambda: [randn(M, N)],
         cuda=reasons.unsupported_reduction("argmax_with_value"),
     ),
-    # indexing
-    Case("gather", lambda x, i: torch.gather(x * 2, 1, i), lambda: [randn(M, N), randint(N, M, 5)], INDIRECT, INDIRECT),
-    Case("embedding", lambda w, i: F.embedding(i, w) * 2, lambda: [randn(20, N), randint(20, M)], INDIRECT, INDIRECT),
+    # indexing: gathers are loads at loaded offsets, checked against the bounds as stock checks them
+    Case("gather", lambda x, i: torch.gather(x * 2, 1, i), lambda: [randn(M, N), randint(N, M, 5)]),
+    Case("embedding", lambda w, i: F.embedding(i, w) * 2, lambda: [randn(20, N), randint(20, M)]),
+    Case(
+        "embedding_rmsnorm",
+        lambda w, i, g: rmsnorm(F.embedding(i, w), g),
+        lambda: [randn(20, N, dtype=bf16), randint(20, M), randn(N, dtype=bf16, seed=1)],
+    ),
+    Case(
+        "negative_index",
+        lambda x, i: torch.ops.aten.index.Tensor(x, [i]) * 2,
+        lambda: [randn(M, N), torch.tensor([-1, 0, 3, -8, 7])],
+    ),
+    # a scatter that accumulates: the copy is taken, the accumulation is an atomic add
     Case(
         "index_add",
         lambda x, s, i: x.index_add(0, i, s),
         lambda: [randn(M, N), randn(4, N), torch.tensor([0, 2, 2, 5])],
-        INDIRECT,
-        INDIRECT,
+        ATOMIC,
+        ATOMIC,
     ),
-    Case("roll", lambda x: torch.roll(x, 3, -1) * x, lambda: [randn(M, N)], INDIRECT, UNTRACEABLE),
+    Case("roll", lambda x: torch.roll(x, 3, -1) * x, lambda: [randn(M, N)], cuda=UNTRACEABLE),
     # scans and sorts: Inductor's C++ backend calls ATen for them (no kernel); on CUDA they are kernels
     Case("cumsum", lambda x: torch.cumsum(x * 2, -1), lambda: [randn(M, N)], cuda=reasons.SCAN),
     Case("sort", lambda x: torch.sort(x * 2, -1).values, lambda: [randn(M, N)], cuda=reasons.SORT),

@@ -60,24 +60,24 @@ def test_a_taken_kernels_record_carries_the_pass_remarks() -> None:
     assert not any(r.startswith("reuse: ") for r in rec.remarks), rec.remarks
 
 
-def gather_model(x: torch.Tensor, w: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def scatter_model(x: torch.Tensor, w: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     y = torch.softmax(x * 2, -1)
-    z = torch.gather(y, 1, idx) + 1  # indirect indexing: tilec declines this kernel
+    z = y.index_add(0, idx, x) + 1  # an accumulating scatter (atomic adds): tilec declines this kernel
     r = z * torch.rsqrt(z.pow(2).mean(-1, keepdim=True) + 1e-6) * w
     return torch.sin(r) + x, y.sum(0)
 
 
-def gather_inputs() -> list[torch.Tensor]:
+def scatter_inputs() -> list[torch.Tensor]:
     torch.manual_seed(0)
-    return [torch.randn(32, 100), torch.randn(100), torch.randint(0, 100, (32, 100))]
+    return [torch.randn(32, 100), torch.randn(100), torch.randint(0, 32, (32,))]
 
 
 def test_an_unsupported_op_falls_back_between_taken_kernels() -> None:
-    result = check_function(gather_model, gather_inputs())
+    result = check_function(scatter_model, scatter_inputs())
     assert result.ok, result.message
     by_taken = {r.taken: r for r in result.records}
-    assert len(result.records) == 3 and len(result.taken) == 2
-    assert by_taken[False].reason == "indirect indexing (gather, scatter, embedding) is not supported"
+    assert len(result.records) == 4 and len(result.taken) == 3
+    assert by_taken[False].reason == "atomic stores are not supported"
     assert by_taken[False].kernel.startswith("cpp_")  # Inductor's C++ code generation kept it
 
 
@@ -112,8 +112,8 @@ def test_strict_mode_raises(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_strict_mode_still_declines_unsupported_kernels() -> None:
     with tilec.config.patch(strict=True):
-        result = check_function(gather_model, gather_inputs())
-    assert result.ok and len(result.taken) == 2
+        result = check_function(scatter_model, scatter_inputs())
+    assert result.ok and len(result.taken) == 3
 
 
 def test_an_invalid_setting_falls_back_with_its_reason() -> None:
@@ -140,13 +140,13 @@ def test_cpp_wrapper_falls_back() -> None:
 
 def test_a_summary_line_per_graph(caplog) -> None:
     with caplog.at_level(logging.INFO, logger="tilec"):
-        check_function(gather_model, gather_inputs())
+        check_function(scatter_model, scatter_inputs())
         check_example("softmax", (8, 100), torch.float32, "cpu")
         tilec.report()  # logs what is still pending
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("tilec: ")]
     assert len(lines) == 2, lines
-    assert lines[0].startswith("tilec: 2 of 3 kernels taken (triton); taken: ")
-    assert "not taken: cpp_" in lines[0] and "(indirect indexing" in lines[0]
+    assert lines[0].startswith("tilec: 3 of 4 kernels taken (triton); taken: ")
+    assert "not taken: cpp_" in lines[0] and "(atomic stores" in lines[0]
     assert lines[1] == "tilec: 1 of 1 kernels taken (triton); taken: triton_per_fused__softmax_0"
 
 
@@ -168,7 +168,7 @@ def test_inductors_triton_backend_for_the_cpu() -> None:
         assert result.ok and [r.taken for r in result.records] == [True]
         torch._dynamo.reset()
         with pytest.raises(Exception, match="needs a Triton CPU driver") as info:
-            check_function(gather_model, gather_inputs())
+            check_function(scatter_model, scatter_inputs())
     assert any(isinstance(e, CpuFallbackError) for e in _chain(info.value))
 
 

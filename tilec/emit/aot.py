@@ -98,6 +98,8 @@ def compile_module(path: str, arch_name: str) -> dict[str, Any]:
     options: dict[str, Any] = {"num_warps": module.NUM_WARPS}
     if module.MAXNREG is not None:
         options["maxnreg"] = module.MAXNREG
+    if getattr(module.KERNEL, "debug", None):  # a kernel with asserts compiles them
+        options["debug"] = True
     k = triton.compile(source, target=GPUTarget("cuda", arch, 32), options=options)
     report = ptxas_report(k.asm["ptx"], arch)
     return {

@@ -173,7 +173,7 @@ class GluonEmitter(PythonEmitter):
         k = self.k
         params = self.params()
         sig = ", ".join(params + [f"{c}: gl.constexpr" for c in k.constexprs])
-        self.lines += ["@gluon.jit", f"def {self.kname}({sig}):"]
+        self.lines += [f"@gluon.jit{self.jit_options()}", f"def {self.kname}({sig}):"]
         self.body(k.body, 1)
         kernel_src = "\n".join(self.lines)
 
@@ -375,7 +375,7 @@ def _warp_specialize(e: GluonEmitter, o: Operation, d: int) -> None:
     for i, region in enumerate(o.regions):
         fn = e.fresh(f"{e.k.name}_{'default' if i == 0 else f'worker{i}'}")
         saved, e.lines = e.lines, []
-        e.lines += ["@gluon.jit", f"def {fn}({', '.join(e.n(a) for a in region.args)}):"]
+        e.lines += [f"@gluon.jit{e.jit_options()}", f"def {fn}({', '.join(e.n(a) for a in region.args)}):"]
         e.body(region, 1)
         returned = yielded_values(region)
         if returned:

@@ -21,6 +21,7 @@ from tilec.ir.ops import (
     ELEMENTWISE_OPS,
     ArgCombineOp,
     ArgReduceOp,
+    AssertOp,
     BitcastOp,
     BroadcastOp,
     CastOp,
@@ -231,6 +232,11 @@ class PythonEmitter:
     def with_layout(self, t: TileType) -> str:
         lay = self.layout(t.layout)
         return f", layout={lay}" if lay else ""
+
+    def jit_options(self) -> str:
+        """The decorator's arguments: asserts are compiled only with `debug=True` (Inductor compiles
+        its kernels so too, for the same bounds checks)."""
+        return "(debug=True)" if any(isinstance(op, AssertOp) for op in self.k.walk()) else ""
 
     def emit(self, depth: int, text: str, op: Operation | None = None) -> None:
         suffix = ""
@@ -526,6 +532,12 @@ def _load(e: PythonEmitter, o: Operation, d: int) -> None:
     if o.attr("eviction"):
         args.append(f'eviction_policy="{o.attr("eviction")}"')
     e.assign(o, f"{e.L}.load({', '.join(args)})", d)
+
+
+@op("tile.assert")
+def _assert(e: PythonEmitter, o: Operation, d: int) -> None:
+    assert isinstance(o, AssertOp)
+    e.emit(d, f"{e.L}.device_assert({e.n(o.cond)}, {o.attr('message')!r})", o)
 
 
 @op("tile.store")

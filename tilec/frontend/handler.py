@@ -19,7 +19,6 @@ from tilec.frontend.dtypes import compute_dtype, promote, to_tilec
 from tilec.frontend.logical import TV, LogicalBuilder, PendingReduction
 from tilec.frontend.reasons import (
     ATOMIC_STORE,
-    INDIRECT_INDEXING,
     MASKED_BODY,
     RANDOM,
     SCAN,
@@ -46,6 +45,10 @@ class KernelSink(Protocol):
     def note_reduction(self, rtype: str) -> None: ...
 
     def index(self, expr: Any, dtype: DType) -> TV: ...
+
+    def indirect(self, value: TV, size: Any, check: bool, wrap_neg: bool) -> Any: ...
+
+    def check_bounds(self, expr: Any, size: Any, lower: bool, upper: bool) -> None: ...
 
 
 # Inductor op → (tile op, operand class): "float" ops cast integer operands to f32 first.
@@ -77,6 +80,9 @@ _BINARY = {
     "mod": "tile.rem",  # Triton's %: C remainder (Inductor emits `a % b`)
     "fmod": "tile.rem",
     "bitwise_and": "tile.and",
+    "and_": "tile.and",  # Inductor's `&`, `|`, `^` (range masks of slices and pads)
+    "or_": "tile.or",
+    "xor": "tile.xor",
     "bitwise_or": "tile.or",
     "bitwise_xor": "tile.xor",
     "left_shift": "tile.shl",
@@ -297,10 +303,14 @@ class TileOpsHandler(DefaultHandler):
         fill = self.lb.cast(fill, result.dtype)
         return self.lb.elementwise("tile.where", [cond, result, fill], hint="masked")
 
-    def op_indirect_indexing(self, *args: Any, **kwargs: Any) -> Any:
-        raise UnsupportedError(INDIRECT_INDEXING)
+    def op_indirect_indexing(self, x: Any, size: Any, check: bool = True, wrap_neg: bool = True) -> Any:
+        t = self.tv(x)
+        if not t.dtype.is_int or t.dtype.is_bool:
+            raise UnsupportedError(unsupported_op(f"indirect index of dtype {t.dtype}"))
+        return self.kb.indirect(t, size, check, wrap_neg)
 
-    op_check_bounds = op_indirect_indexing
+    def op_check_bounds(self, expr: Any, size: Any, lower: bool, upper: bool) -> None:
+        self.kb.check_bounds(expr, size, lower, upper)
 
     def op_scan(self, *args: Any, **kwargs: Any) -> Any:
         raise UnsupportedError(SCAN)

@@ -6,8 +6,10 @@ An index must be affine in the kernel's index variables (the range-tree variable
     r0_1 + 8192*x0        →  x0 * 8192, broadcast to [XBLOCK, RBLOCK], + r0_1 broadcast
 
 Floor division and modulo of a non-negative affine sub-expression by a positive constant are
-also accepted (C and floor semantics agree there); anything else — products of variables,
-indirect (`tmp`) symbols, symbolic sizes — is `Unsupported`. Terms that depend only on x are
+also accepted (C and floor semantics agree there), and so are gathered indices (the symbols
+`indirect_indexing` returns, looked up like variables); `Identity(e)`, which Inductor wraps around
+sub-expressions it wants kept apart (the offset of a `cat` input), is `e`. Anything else —
+products of variables, symbolic sizes — is `Unsupported`. Terms that depend only on x are
 summed first, so the row part of an offset is computed once outside the reduction loops.
 """
 
@@ -64,8 +66,10 @@ def _int(e: sympy.Expr) -> int | None:
 
 def affine_form(expr: sympy.Expr, is_var: Callable[[sympy.Symbol], bool]) -> AffineForm:
     """Splits `expr` into a constant and integer multiples of terms; raises UnsupportedError."""
-    from torch.utils._sympy.functions import FloorDiv, ModularIndexing
+    from torch.utils._sympy.functions import FloorDiv, Identity, ModularIndexing
 
+    if expr.has(Identity):
+        expr = expr.replace(Identity, lambda e: e)
     for sym in sorted(expr.free_symbols, key=str):
         if not is_var(sym):  # type: ignore[arg-type]
             raise UnsupportedError(_classify_symbol(sym))  # type: ignore[arg-type]

@@ -482,18 +482,39 @@ class LogicalBuilder:
             dims = "".join(d for d in "xr" if d in dims or d in cond.dims)
         return dims, self.logical_and(self.base_mask(dims), cond)
 
-    def load(self, param: str, dtype: DType, offsets: TV) -> TV:
+    def load(self, param: str, dtype: DType, offsets: TV, read_only: bool = False) -> TV:
+        """A load of `param[offsets]`, masked as the access's dims and the enclosing `masked`
+        blocks ask. A load of a buffer the kernel does not write (`read_only`) whose offsets and
+        mask do not vary along r is placed before the reduction loop, as stock codegen hoists it:
+        a per-row value (a gather's index, a saved statistic) is read once per row."""
         dims, mask = self._condition(offsets.dims)
         offsets = self.to_dims(offsets, dims) if dims else offsets
         ptr = TV(self.param(param, dtype), "")
         operands = [ptr, offsets] + ([mask] if mask is not None else [])
-        cache = self.top_loads if self.loop is None else self.loop.loads
+        hoist = read_only and "r" not in dims and all(t.loop is None for t in operands)
+        cache = self.top_loads if self.loop is None or hoist else self.loop.loads
         key = (param, tuple(id(t.value) for t in operands))
         if key in cache:
             return cache[key]
-        tv = self.emit("tile.load", operands, dims, dtype, "load", pure=False)
+        if hoist and self.loop is not None:
+            value = self.top.op(
+                "tile.load", *(t.value for t in operands), type=self.type_of(dims, dtype), name_hint="load"
+            )
+            tv = TV(value, dims, None)
+        else:
+            tv = self.emit("tile.load", operands, dims, dtype, "load", pure=False)
         cache[key] = tv
         return tv
+
+    def check(self, ok: TV, message: str) -> None:
+        """A `tile.assert` that `ok` holds wherever the access it guards is not masked off,
+        placed in the outermost scope `ok` allows (a per-row index is checked once per row,
+        not once per chunk of the row)."""
+        _, mask = self._condition(ok.dims)
+        if mask is not None:
+            ok = self.elementwise("tile.or", [ok, self.elementwise("tile.not", [mask], hint="not")], hint="ok")
+        builder = self.top if ok.loop is None else ok.loop.builder
+        builder.create("tile.assert", ok.value, message=message)
 
     def store(self, param: str, dtype: DType, offsets: TV, value: TV) -> Operation:
         dims = "".join(d for d in "xr" if d in offsets.dims or d in value.dims)

@@ -39,7 +39,7 @@ from tilec.frontend.reasons import (
     unsupported_node,
 )
 from tilec.frontend.result import Access, KernelArg, Lowered, Unsupported
-from tilec.ir.dtypes import DType, i32, i64
+from tilec.ir.dtypes import DType, i1, i32, i64
 from tilec.ir.errors import error_line
 from tilec.ir.ops import LoadOp, StoreOp
 from tilec.ir.types import PointerType
@@ -119,6 +119,8 @@ class KernelBuilder:
         self.reductions: dict[str, None] = {}
         self.accesses: list[Access] = []
         self.load_info: dict[int, tuple[bool, tuple[tuple[str, int], ...]]] = {}
+        self.indirect_vars: dict[sympy.Symbol, TV] = {}  # gather indices, by the symbol Inductor indexes with
+        self.indirect_keys: dict[tuple[int, int, bool, bool], sympy.Symbol] = {}
 
     # -- the driver
 
@@ -213,6 +215,8 @@ class KernelBuilder:
     # -- index variables
 
     def _lookup(self, sym: sympy.Symbol) -> TV | None:
+        if sym in self.indirect_vars:
+            return self.indirect_vars[sym]
         entry = self.ikernel.range_tree_nodes.get(sym)
         if entry is None:
             return None
@@ -235,7 +239,8 @@ class KernelBuilder:
         form = self.translate.form(index)
         fastest = "r" if self.reduction else "x"
         contiguous = any(c == 1 and self._is_root(s, fastest) for s, c in form.strides())
-        self.accesses.append(Access(param, kind, str(index), form.strides(), form.is_affine, contiguous))
+        gather = bool(sympy.sympify(index).free_symbols & set(self.indirect_vars))
+        self.accesses.append(Access(param, kind, str(index), form.strides(), form.is_affine and not gather, contiguous))
 
     def simplify(self, index: Any) -> sympy.Expr:
         """The index as stock codegen writes it: var ranges applied and contiguous range-tree
@@ -248,6 +253,57 @@ class KernelBuilder:
 
     def index(self, expr: Any, dtype: DType) -> TV:
         return self.translate(self.simplify(expr), dtype)
+
+    # -- gathers: indices loaded from memory
+
+    def indirect(self, value: TV, size: Any, check: bool, wrap_neg: bool) -> sympy.Symbol:
+        """A symbol standing for the loaded index `value` in the index expressions that follow, as
+        stock codegen's `indirect_indexing`: negative indices wrap (`i + size`), and the result is
+        checked to lie in [0, size) where Inductor asks for the check. The index is computed in
+        the kernel's index dtype, which Inductor chose for the sizes of the buffers indexed."""
+        from torch._inductor.utils import sympy_index_symbol_with_prefix
+        from torch.utils._sympy.symbol import SymT
+
+        lb = self.lb
+        n = static_int(size)
+        key = (id(value.value), n, check, wrap_neg)
+        if key in self.indirect_keys:  # the same loaded index, met again in a later loop's body
+            return self.indirect_keys[key]
+        if wrap_neg:
+            negative = lb.elementwise(
+                "tile.cmp", [value, lb.const(0, value.dtype)], dtype=i1, hint="neg", predicate="lt"
+            )
+            wrapped = lb.elementwise("tile.add", [value, lb.const(n, value.dtype)], hint="wrap")
+            value = lb.elementwise("tile.where", [negative, wrapped, value], hint="idx")
+        sym = sympy_index_symbol_with_prefix(SymT.TMP, len(self.indirect_vars))
+        if check and _asserts_enabled(check):
+            self._assert_in_bounds(value, n, str(sym))
+        self.indirect_vars[sym] = lb.cast(value, self.index_dtype, hint="idx")
+        self.indirect_keys[key] = sym
+        return sym
+
+    def check_bounds(self, expr: Any, size: Any, lower: bool, upper: bool) -> None:
+        """Inductor's bounds check of an index it computed itself (an indirect index whose value
+        it could derive), when the check was asked for."""
+        if not (lower or upper) or not _asserts_enabled(True):
+            return
+        expr = self.simplify(expr)
+        self._assert_in_bounds(self.translate(expr, i64), static_int(size), str(expr), lower, upper)
+
+    def _assert_in_bounds(self, index: TV, n: int, text: str, lower: bool = True, upper: bool = True) -> None:
+        lb = self.lb
+        conds: list[TV] = []
+        if lower:
+            conds.append(
+                lb.elementwise("tile.cmp", [index, lb.const(0, index.dtype)], dtype=i1, hint="lo", predicate="ge")
+            )
+        if upper:
+            conds.append(
+                lb.elementwise("tile.cmp", [index, lb.const(n, index.dtype)], dtype=i1, hint="hi", predicate="lt")
+            )
+        ok = conds[0] if len(conds) == 1 else lb.elementwise("tile.and", conds, hint="inb")
+        shown = " <= ".join(["0"] * lower + [text]) + (f" < {n}" if upper else "")
+        lb.check(ok, f"index out of bounds: {shown}")
 
     def note_reduction(self, rtype: str) -> None:
         self.reductions[rtype] = None
@@ -288,7 +344,8 @@ class KernelBuilder:
         param = self.kargs.input(name)
         self._note_access(param, "load", index)
         offsets = self.translate(index)
-        value = self.lb.load(param, self._dtype(name), offsets)
+        read_only = name not in self.kargs.inplace_buffers and name not in self.store_names
+        value = self.lb.load(param, self._dtype(name), offsets, read_only=read_only)
         self.load_info.setdefault(id(value.value), (self._broadcast(index, offsets), self.accesses[-1].strides))
         return value
 
@@ -432,6 +489,15 @@ class KernelBuilder:
             shape, strides, offset = _layout(buffer)
             args.append(KernelArg(p.name_hint, buffer, access, p.type.pointee.name, shape, strides, offset))
         return args
+
+
+def _asserts_enabled(check: bool) -> bool:
+    """Whether stock codegen writes a bounds check here (`assert_indirect_indexing`, on by default)."""
+    try:
+        from torch._inductor.codegen.common import generate_assert
+    except ImportError:  # pragma: no cover - both torch versions tilec runs with have it
+        return check
+    return bool(generate_assert(check))
 
 
 def _passed_by_value(name: str) -> bool:

@@ -19,6 +19,10 @@ class ExecutionError(InterpError):
     """An access out of bounds, a division by zero, a bad argument."""
 
 
+class DeviceAssertError(ExecutionError):
+    """A `tile.assert` found its condition false: the kernel would stop on the device."""
+
+
 class RaceError(InterpError):
     """A shared-memory access that no barrier orders against a conflicting one."""
 

@@ -15,12 +15,13 @@ import torch
 from tilec.interp.barriers import MBarrier, barrier_clock_id
 from tilec.interp.compute import Operands, run_pure, scalar
 from tilec.interp.dtypes import to_torch
-from tilec.interp.errors import DeadlockError, ExecutionError, ProtocolError
+from tilec.interp.errors import DeadlockError, DeviceAssertError, ExecutionError, ProtocolError
 from tilec.interp.memory import Agent, Descriptor, GlobalPtr, SharedBuffer, SharedMemory, SmemView
 from tilec.ir.core import Block, Kernel, Operation, Value
 from tilec.ir.dtypes import DType, Type
 from tilec.ir.expr import IntExpr, evaluate
 from tilec.ir.ops import (
+    AssertOp,
     CtaBarrierOp,
     FenceAsyncSharedOp,
     ForOp,
@@ -295,6 +296,13 @@ def _warp_specialize(p: Program, op: WarpSpecializeOp, args: Operands, env: dict
             agent.observed[uid] = max(agent.observed.get(uid, -10), k)
         agent.fence_epoch = max(agent.fence_epoch, child.fence_epoch)
     return results[0]
+
+
+@effect(AssertOp)
+def _assert(p: Program, op: AssertOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
+    if not bool(torch.as_tensor(args.cond).all()):
+        raise DeviceAssertError(op.attr("message"), op)
+    return []
 
 
 # -- global memory

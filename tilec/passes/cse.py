@@ -47,11 +47,18 @@ def _cse_block(kernel: Kernel, block: Block, available: dict[tuple[Any, ...], Op
     return changed
 
 
+def cse_kernel(kernel: Kernel) -> bool:
+    """CSE of one kernel, to a fixpoint; whether anything merged."""
+    changed = False
+    while _cse_block(kernel, kernel.body, {}):
+        changed = True
+    return changed
+
+
 def cse(module: Module) -> bool:
     changed = False
     for kernel in module.kernels:
-        while _cse_block(kernel, kernel.body, {}):
-            changed = True
+        changed |= cse_kernel(kernel)
     return changed
 
 

@@ -32,7 +32,7 @@ from tilec.ir.ops.compute import (
     WelfordOp,
     WhereOp,
 )
-from tilec.ir.ops.control import ForOp, IfOp, WarpSpecializeOp, YieldOp, yielded_values
+from tilec.ir.ops.control import AssertOp, ForOp, IfOp, WarpSpecializeOp, YieldOp, yielded_values
 from tilec.ir.ops.memory import (
     CtaBarrierOp,
     FenceAsyncSharedOp,
@@ -56,6 +56,7 @@ from tilec.ir.ops.memory import (
 )
 
 __all__ = [
+    "AssertOp",
     "CMP_PREDICATES",
     "ELEMENTWISE_OPS",
     "ELEMENTWISE_TABLE",

@@ -1,10 +1,11 @@
-"""Structured control flow: loops, conditionals and warp-specialized partitions."""
+"""Structured control flow: loops, conditionals, warp-specialized partitions, and the device-side
+assert that stops a kernel."""
 
 from __future__ import annotations
 
 from tilec.ir.core import Attr, Block, BlockArg, Operand, Operation, Value, Variadic
 from tilec.ir.dtypes import DType, Type, i1
-from tilec.ir.ops.common import check_int_scalar
+from tilec.ir.ops.common import check_int_scalar, elem_dtype
 from tilec.ir.types import TileType
 
 
@@ -153,3 +154,18 @@ class WarpSpecializeOp(Operation):
         for r in self.results:
             if not isinstance(r.type, (TileType, DType)):
                 raise self.error("results must be tiles or scalars")
+
+
+class AssertOp(Operation):
+    """Stops the kernel with `message` where `cond` is false (any element of a tile): the bounds
+    check of an indirect index, as Inductor writes it. Triton compiles the kernel with asserts
+    enabled where it holds one."""
+
+    name = "tile.assert"
+    cond = Operand()
+    attrs = {"message": Attr("str")}
+    num_results = 0
+
+    def verify_(self) -> None:
+        if elem_dtype(self.cond.type) != i1:
+            raise self.error("cond must have dtype i1")

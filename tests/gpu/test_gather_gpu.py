@@ -1,0 +1,98 @@
+"""On the GPU: gathers and rotary embeddings, with each emitter. The kernels Inductor fuses an
+embedding, a cross-entropy target gather or a rotary embedding into are taken and equal eager; an
+index out of range stops the kernel as it stops stock's (a device-side assert)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F  # noqa: N812
+from gpu_support import hopper
+
+import tilec
+from tilec.inductor.check import check_function
+
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("hooked")]
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples"))
+
+import embedding_rmsnorm  # noqa: E402
+import rotary  # noqa: E402
+
+EMITTERS = ["gluon", "triton"]
+bf16 = torch.bfloat16
+
+
+def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits.float(), labels)
+
+
+def gather_rows_softmax(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    return x[idx].softmax(-1)
+
+
+def cases() -> dict[str, tuple]:
+    g = torch.Generator(device="cuda").manual_seed(0)
+    labels = torch.randint(0, 32000, (512,), device="cuda", generator=g)
+    labels[::7] = -100  # ignored targets
+    return {
+        "embedding-rmsnorm": (
+            embedding_rmsnorm.forward,
+            [t.cuda() for t in embedding_rmsnorm.example_inputs((1000, 2048), bf16)],
+        ),
+        "rotary": (rotary.forward, [t.cuda() for t in rotary.example_inputs((2, 8, 256, 128), bf16)]),
+        "cross-entropy": (cross_entropy, [torch.randn(512, 32000, device="cuda", dtype=bf16), labels]),
+        "negative-rows-softmax": (
+            gather_rows_softmax,
+            [torch.randn(300, 1000, device="cuda"), torch.randint(-300, 300, (777,), device="cuda", generator=g)],
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", ["embedding-rmsnorm", "rotary", "cross-entropy", "negative-rows-softmax"])
+@pytest.mark.parametrize("emitter", EMITTERS)
+def test_gathers_equal_eager_with_every_kernel_taken(emitter: str, name: str) -> None:
+    if emitter == "gluon" and not hopper():
+        pytest.skip("Gluon needs Hopper or newer")
+    fn, inputs = cases()[name]
+    with tilec.config.patch(emitter=emitter):
+        result = check_function(fn, inputs, name=name)
+    print(result.line())
+    assert result.ok, result.message
+    assert result.records and all(r.taken for r in result.records), [(r.kernel, r.reason) for r in result.records]
+    assert {r.emitter for r in result.records} == {emitter}
+
+
+OUT_OF_RANGE = """
+import sys, torch, tilec
+sys.path.insert(0, "examples")
+import embedding_rmsnorm
+tilec.install()
+with tilec.config.patch(decline=False, emitter=sys.argv[1]):
+    ids, table, w = [t.cuda() for t in embedding_rmsnorm.example_inputs((64, 256), torch.bfloat16)]
+    ids[5] = 32000
+    torch.compile(embedding_rmsnorm.forward, dynamic=False)(ids, table, w)
+    torch.cuda.synchronize()
+"""
+
+
+@pytest.mark.parametrize("emitter", EMITTERS)
+def test_an_index_out_of_range_stops_the_kernel(emitter: str) -> None:
+    """A device-side assert leaves the CUDA context unusable: the run is a process of its own."""
+    if emitter == "gluon" and not hopper():
+        pytest.skip("Gluon needs Hopper or newer")
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(OUT_OF_RANGE), emitter],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode != 0
+    assert "index out of bounds: 0 <= tmp0 < 32000" in r.stderr or "device-side assert" in r.stderr, r.stderr[-3000:]
