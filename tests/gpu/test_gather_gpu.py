@@ -1,6 +1,7 @@
 """On the GPU: gathers and rotary embeddings, with each emitter. The kernels Inductor fuses an
 embedding, a cross-entropy target gather or a rotary embedding into are taken and equal eager; an
-index out of range stops the kernel as it stops stock's (a device-side assert)."""
+index out of range stops the kernel as it stops stock's (a device-side assert). Also a boolean row
+read in two phases and a pad's range masks."""
 
 from __future__ import annotations
 
@@ -37,6 +38,16 @@ def gather_rows_softmax(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return x[idx].softmax(-1)
 
 
+def masked_rows(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """A boolean row read before and after a sum: kept in registers (i1 is no TMA operand)."""
+    y = x.masked_fill(m, 0.0)
+    return y / y.sum(-1, keepdim=True) * m
+
+
+def padded(x: torch.Tensor) -> torch.Tensor:
+    return F.pad(x, (2, 3)) * 2  # range masks: Inductor's `and_`
+
+
 def cases() -> dict[str, tuple]:
     g = torch.Generator(device="cuda").manual_seed(0)
     labels = torch.randint(0, 32000, (512,), device="cuda", generator=g)
@@ -48,6 +59,14 @@ def cases() -> dict[str, tuple]:
         ),
         "rotary": (rotary.forward, [t.cuda() for t in rotary.example_inputs((2, 8, 256, 128), bf16)]),
         "cross-entropy": (cross_entropy, [torch.randn(512, 32000, device="cuda", dtype=bf16), labels]),
+        "masked-rows": (
+            masked_rows,
+            [
+                torch.randn(512, 1024, device="cuda", dtype=bf16),
+                torch.rand(512, 1024, device="cuda", generator=g) > 0.5,
+            ],
+        ),
+        "pad": (padded, [torch.randn(512, 1000, device="cuda", dtype=bf16)]),
         "negative-rows-softmax": (
             gather_rows_softmax,
             [torch.randn(300, 1000, device="cuda"), torch.randint(-300, 300, (777,), device="cuda", generator=g)],
@@ -55,7 +74,9 @@ def cases() -> dict[str, tuple]:
     }
 
 
-@pytest.mark.parametrize("name", ["embedding-rmsnorm", "rotary", "cross-entropy", "negative-rows-softmax"])
+@pytest.mark.parametrize(
+    "name", ["embedding-rmsnorm", "rotary", "cross-entropy", "negative-rows-softmax", "masked-rows", "pad"]
+)
 @pytest.mark.parametrize("emitter", EMITTERS)
 def test_gathers_equal_eager_with_every_kernel_taken(emitter: str, name: str) -> None:
     if emitter == "gluon" and not hopper():
