@@ -276,7 +276,7 @@ class KernelBuilder:
             wrapped = lb.elementwise("tile.add", [value, lb.const(n, value.dtype)], hint="wrap")
             value = lb.elementwise("tile.where", [negative, wrapped, value], hint="idx")
         sym = sympy_index_symbol_with_prefix(SymT.TMP, len(self.indirect_vars))
-        if check and _asserts_enabled(check):
+        if _asserts_enabled(check):
             self._assert_in_bounds(value, n, str(sym))
         self.indirect_vars[sym] = lb.cast(value, self.index_dtype, hint="idx")
         self.indirect_keys[key] = sym
@@ -292,15 +292,11 @@ class KernelBuilder:
 
     def _assert_in_bounds(self, index: TV, n: int, text: str, lower: bool = True, upper: bool = True) -> None:
         lb = self.lb
-        conds: list[TV] = []
-        if lower:
-            conds.append(
-                lb.elementwise("tile.cmp", [index, lb.const(0, index.dtype)], dtype=i1, hint="lo", predicate="ge")
-            )
-        if upper:
-            conds.append(
-                lb.elementwise("tile.cmp", [index, lb.const(n, index.dtype)], dtype=i1, hint="hi", predicate="lt")
-            )
+        bounds = [("ge", 0, "lo")] * lower + [("lt", n, "hi")] * upper
+        conds = [
+            lb.elementwise("tile.cmp", [index, lb.const(b, index.dtype)], dtype=i1, hint=hint, predicate=pred)
+            for pred, b, hint in bounds
+        ]
         ok = conds[0] if len(conds) == 1 else lb.elementwise("tile.and", conds, hint="inb")
         shown = " <= ".join(["0"] * lower + [text]) + (f" < {n}" if upper else "")
         lb.check(ok, f"index out of bounds: {shown}")

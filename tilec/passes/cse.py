@@ -47,18 +47,11 @@ def _cse_block(kernel: Kernel, block: Block, available: dict[tuple[Any, ...], Op
     return changed
 
 
-def cse_kernel(kernel: Kernel) -> bool:
-    """CSE of one kernel, to a fixpoint; whether anything merged."""
-    changed = False
-    while _cse_block(kernel, kernel.body, {}):
-        changed = True
-    return changed
-
-
 def cse(module: Module) -> bool:
     changed = False
     for kernel in module.kernels:
-        changed |= cse_kernel(kernel)
+        while _cse_block(kernel, kernel.body, {}):
+            changed = True
     return changed
 
 

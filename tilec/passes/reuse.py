@@ -7,9 +7,7 @@ sibling loops with equal bounds whose offsets and masks are the same function of
 index. Then:
 
 - `cache=registers`: identical loads merge into the first (the row stays in registers). Loads in
-  separate loops cannot share registers; their reload stays, visibly. A merge can make other
-  loads identical (a gathered row, indexed by a token id each phase loaded): the pass merges the
-  index math (CSE) and looks again, until nothing merges.
+  separate loops cannot share registers; their reload stays, visibly.
 - `cache=smem`: the row block is copied once into shared memory by TMA (one box per chunk, all
   issued before the first phase, one mbarrier each) and every phase reads shared memory. Needs an
   affine 2-D load with contiguous rows (TMA: a 16-byte aligned row stride) and a cache that fits
@@ -45,7 +43,6 @@ from tilec.ir.target import DEFAULT
 from tilec.ir.types import MBarrierType, PointerType, SharedBufferType, TensorDescType, TileType
 from tilec.passes.affine import Affine, affine
 from tilec.passes.base import Pass, register
-from tilec.passes.cse import cse_kernel
 from tilec.passes.ranges import trip_count
 from tilec.passes.rewrite import const_value
 
@@ -423,30 +420,15 @@ class Reuse(Pass):
             groups = find_groups(kernel)
             if not groups:
                 self.remark(kernel, "no input is loaded more than once at the same offsets")
-            tried: set[int] = set()
-            while groups:
-                merged = False
-                for group in groups:
-                    tried.add(id(group.first))
-                    merged |= self._reuse(kernel, group)
-                if not merged:
-                    break
-                # a merged load can make the loads it indexed identical (a gather's row, indexed
-                # by a token id loaded once per phase): merge their index math, and look again
-                cse_kernel(kernel)
-                groups = [g for g in find_groups(kernel) if id(g.first) not in tried]
-
-    def _reuse(self, kernel: Kernel, group: Group) -> bool:
-        """Caches the group's loads; whether they merged into one register value."""
-        if group.first.parent is None:
-            return False
-        what = f"%{group.first.ptr.name_hint}"
-        if self.cache in ("auto", "smem"):
-            smem_why = cache_in_smem(kernel, group, self.smem_budget)
-            if smem_why is None:
-                return False
-            self.remark(kernel, f"{what} not cached in shared memory: {smem_why}")
-        why = merge_in_registers(kernel, group)
-        if why is not None:
-            self.remark(kernel, f"{what} not kept in registers: {why}")
-        return why is None
+            for group in groups:
+                if group.first.parent is None:
+                    continue
+                what = f"%{group.first.ptr.name_hint}"
+                if self.cache in ("auto", "smem"):
+                    smem_why = cache_in_smem(kernel, group, self.smem_budget)
+                    if smem_why is None:
+                        continue
+                    self.remark(kernel, f"{what} not cached in shared memory: {smem_why}")
+                why = merge_in_registers(kernel, group)
+                if why is not None:
+                    self.remark(kernel, f"{what} not kept in registers: {why}")
