@@ -156,8 +156,7 @@ CORPUS = [
         "dropout",
         lambda x: F.dropout(x, 0.5, training=True),
         lambda: [randn(M, N)],
-        reasons.RANDOM,
-        UNTRACEABLE,
+        reasons.RANDOM_ON_CPU,
         like_eager=False,
     ),
 ]

@@ -16,6 +16,29 @@ def kernel(body: str, params: str = "%x: ptr<f32>", attrs: str = "grid = [1]", h
 
 CASES = {
     # name: (source, message fragment)
+    "rand-offset-dtype": (
+        kernel(
+            "  %s = tile.constant {value = 7} : i64\n  %i = tile.arange {end = 8} : tile<[8], i32>\n"
+            '  %r = tile.rand %s, %i {dist = "uniform"} : tile<[8], f32>'
+        ),
+        "offset must have dtype u32",
+    ),
+    "rand-seed-dtype": (
+        kernel(
+            "  %s = tile.constant {value = 7.0} : f32\n  %i = tile.arange {end = 8} : tile<[8], i32>\n"
+            "  %o = tile.cast %i : tile<[8], u32>\n"
+            '  %r = tile.rand %s, %o {dist = "uniform"} : tile<[8], f32>'
+        ),
+        "seed must be an integer",
+    ),
+    "rand-lanes": (
+        kernel(
+            "  %s = tile.constant {value = 7} : i64\n  %i = tile.arange {end = 8} : tile<[8], i32>\n"
+            "  %o = tile.cast %i : tile<[8], u32>\n"
+            '  %r = tile.rand %s, %o {dist = "normal", lanes = 2} : tile<[8], f32>'
+        ),
+        "lanes must be 1 or 4",
+    ),
     "dominance": (
         kernel("  %a = tile.add %b, %b : f32\n  %b = tile.constant {value = 1.0} : f32"),
         "use of undefined value %b",

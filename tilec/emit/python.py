@@ -32,6 +32,7 @@ from tilec.ir.ops import (
     ForOp,
     IfOp,
     LoadOp,
+    RandOp,
     ReduceOp,
     ReductionOp,
     ReshapeOp,
@@ -162,6 +163,19 @@ def _tilec_bf16(x):
     bits = x.to(tl.uint32, bitcast=True)
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
     return tl.where(x != x, x, rounded.to(tl.float32, bitcast=True)).to(tl.bfloat16)
+""",
+    "rand4": """@triton.jit
+def _tilec_rand4(seed, offset):
+    # output offset % 4 of Philox at counter offset // 4: the stream of Inductor's rand4x
+    r0, r1, r2, r3 = tl.rand4x(seed, offset // 4)
+    lane = offset % 4
+    return tl.where(lane == 0, r0, tl.where(lane == 1, r1, tl.where(lane == 2, r2, r3)))
+""",
+    "randn4": """@triton.jit
+def _tilec_randn4(seed, offset):
+    n0, n1, n2, n3 = tl.randn4x(seed, offset // 4)
+    lane = offset % 4
+    return tl.where(lane == 0, n0, tl.where(lane == 1, n1, tl.where(lane == 2, n2, n3)))
 """,
     "welford": """@triton.jit
 def _tilec_welford(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
@@ -538,6 +552,19 @@ def _load(e: PythonEmitter, o: Operation, d: int) -> None:
 def _assert(e: PythonEmitter, o: Operation, d: int) -> None:
     assert isinstance(o, AssertOp)
     e.emit(d, f"{e.L}.device_assert({e.n(o.cond)}, {o.attr('message')!r})", o)
+
+
+@op("tile.rand")
+def _rand(e: PythonEmitter, o: Operation, d: int) -> None:
+    # Triton's own generators, which Gluon kernels may call too: the functions stock Inductor calls
+    assert isinstance(o, RandOp)
+    normal = o.attr("dist") == "normal"
+    if o.attr("lanes") == 1:
+        fn = "tl.randn" if normal else "tl.rand"
+    else:
+        e.helpers.add("randn4" if normal else "rand4")
+        fn = "_tilec_randn4" if normal else "_tilec_rand4"
+    e.assign(o, f"{fn}({e.n(o.seed)}, {e.n(o.offset)})", d)
 
 
 @op("tile.store")

@@ -290,11 +290,21 @@ def fake_h100() -> Iterator[None]:
                 return deduce(self, node)
 
         p.setattr(joint_graph.UniformValueConstantFolder, "_deduce_value", deduce_on_cpu)
+        # Inductor's seed lookup (dropout) indexes its seeds through `Tensor.__getitem__`, whose
+        # binding opens a device guard too; the aten ops compute the same metadata.
+        lookup = torch.ops.prims.inductor_lookup_seed.default
+        p.setattr(lookup, "prim_meta_impl", _lookup_seed_meta)
         _clear_device_caches()
         p.call_on_exit(_clear_device_caches)
         yield
     finally:
         p.restore()
+
+
+def _lookup_seed_meta(seeds: torch.Tensor, index: int) -> torch.Tensor:
+    from torch._prims import TensorMeta
+
+    return TensorMeta(torch.ops.aten.clone.default(torch.ops.aten.select.int(seeds, 0, index)))
 
 
 def _contiguous(self: torch.Tensor, memory_format: torch.memory_format = torch.contiguous_format) -> torch.Tensor:

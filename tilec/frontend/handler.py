@@ -20,7 +20,7 @@ from tilec.frontend.logical import TV, LogicalBuilder, PendingReduction
 from tilec.frontend.reasons import (
     ATOMIC_STORE,
     MASKED_BODY,
-    RANDOM,
+    RANDOM_INTEGERS,
     SCAN,
     SORT,
     SPLIT_REDUCTION_PARTIALS,
@@ -49,6 +49,10 @@ class KernelSink(Protocol):
     def indirect(self, value: TV, size: Any, check: bool, wrap_neg: bool) -> Any: ...
 
     def check_bounds(self, expr: Any, size: Any, lower: bool, upper: bool) -> None: ...
+
+    def load_seed(self, name: str, offset: Any) -> TV: ...
+
+    def rand(self, seed: TV, offset: TV, dist: str) -> TV: ...
 
 
 # Inductor op → (tile op, operand class): "float" ops cast integer operands to f32 first.
@@ -90,7 +94,6 @@ _BINARY = {
 }
 _COMPARE = {"lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "eq": "eq", "ne": "ne"}
 _LOGICAL = {"logical_and": "tile.and", "logical_or": "tile.or", "logical_xor": "tile.xor"}
-_RANDOM = {"load_seed", "rand", "randn", "randint64", "seed"}
 
 Operand = TV | PendingReduction | bool | int | float
 
@@ -118,8 +121,6 @@ class TileOpsHandler(DefaultHandler):
         if name in _LOGICAL:
             a, b = (self._bool(x) for x in args)
             return self.lb.elementwise(_LOGICAL[name], [a, b], hint=name.split("_")[1])
-        if name in _RANDOM:
-            raise UnsupportedError(RANDOM)
         raise UnsupportedError(unsupported_op(name))
 
     # -- operand helpers
@@ -311,6 +312,20 @@ class TileOpsHandler(DefaultHandler):
 
     def op_check_bounds(self, expr: Any, size: Any, lower: bool, upper: bool) -> None:
         self.kb.check_bounds(expr, size, lower, upper)
+
+    # -- random numbers: the seed Inductor draws per graph, Philox at the element's linear index
+
+    def op_load_seed(self, name: str, offset: Any) -> TV:
+        return self.kb.load_seed(name, offset)
+
+    def op_rand(self, seed: Any, offset: Any) -> TV:
+        return self.kb.rand(self.tv(seed), self.tv(offset), "uniform")
+
+    def op_randn(self, seed: Any, offset: Any) -> TV:
+        return self.kb.rand(self.tv(seed), self.tv(offset), "normal")
+
+    def op_randint64(self, *args: Any) -> Any:
+        raise UnsupportedError(RANDOM_INTEGERS)
 
     def op_scan(self, *args: Any, **kwargs: Any) -> Any:
         raise UnsupportedError(SCAN)

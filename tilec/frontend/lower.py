@@ -33,13 +33,16 @@ from tilec.frontend.reasons import (
     CANNOT_SPLIT_RANGES,
     DYNAMIC_SHAPE,
     INTERNAL_ERROR,
+    RANDOM_ALIGNED_WITH_EAGER,
+    RANDOM_BLOCK_DEPENDENT,
+    RANDOM_ON_CPU,
     RELOAD_OTHER_INDEX,
     SCALAR_ARGUMENT,
     UnsupportedError,
     unsupported_node,
 )
 from tilec.frontend.result import Access, KernelArg, Lowered, Unsupported
-from tilec.ir.dtypes import DType, i1, i32, i64
+from tilec.ir.dtypes import DType, f32, i1, i32, i64, u32
 from tilec.ir.errors import error_line
 from tilec.ir.ops import LoadOp, StoreOp
 from tilec.ir.types import PointerType
@@ -121,6 +124,8 @@ class KernelBuilder:
         self.load_info: dict[int, tuple[bool, tuple[tuple[str, int], ...]]] = {}
         self.indirect_vars: dict[sympy.Symbol, TV] = {}  # gather indices, by the symbol Inductor indexes with
         self.indirect_keys: dict[tuple[int, int, bool, bool], sympy.Symbol] = {}
+        self.index_exprs: dict[int, sympy.Expr] = {}  # index values built by `index`, by IR value
+        self.random_lanes: int | None = None  # the Philox stream stock draws from, once decided
 
     # -- the driver
 
@@ -252,7 +257,10 @@ class KernelBuilder:
             return index
 
     def index(self, expr: Any, dtype: DType) -> TV:
-        return self.translate(self.simplify(expr), dtype)
+        expr = self.simplify(expr)
+        tv = self.translate(expr, dtype)
+        self.index_exprs.setdefault(id(tv.value), expr)
+        return tv
 
     # -- gathers: indices loaded from memory
 
@@ -300,6 +308,68 @@ class KernelBuilder:
         ok = conds[0] if len(conds) == 1 else lb.elementwise("tile.and", conds, hint="inb")
         shown = " <= ".join(["0"] * lower + [text]) + (f" < {n}" if upper else "")
         lb.check(ok, f"index out of bounds: {shown}")
+
+    # -- random numbers
+
+    def load_seed(self, name: str, offset: Any) -> TV:
+        """The seed at `offset` of the seeds Inductor draws once per graph run (one per random
+        op); stock passes the offset as an argument, tilec writes it into the kernel."""
+        self._check_random_device()
+        return self.load(name, sympy.Integer(static_int(offset)))
+
+    def rand(self, seed: TV, offset: TV, dist: str) -> TV:
+        """Inductor's `rand`/`randn` at `offset` (the element's linear index in the random
+        tensor), from the Philox stream stock's kernel would draw from (`_stock_lanes`)."""
+        self._check_random_device()
+        lanes = self._stock_lanes()
+        if lanes == 4 and not self._linear_offset(offset):
+            raise UnsupportedError(RANDOM_BLOCK_DEPENDENT)
+        off = self.lb.cast(offset, u32, hint="off")
+        return self.lb.elementwise("tile.rand", [seed, off], dtype=f32, hint="rand", dist=dist, lanes=lanes)
+
+    def _check_random_device(self) -> None:
+        from torch._inductor import config
+        from torch._inductor.virtualized import V
+
+        if V.graph.get_current_device_or_throw().type != "cuda":
+            raise UnsupportedError(RANDOM_ON_CPU)
+        if getattr(config, "align_random_eager", False):
+            raise UnsupportedError(RANDOM_ALIGNED_WITH_EAGER)
+
+    def _stock_lanes(self) -> int:
+        """4 where stock's kernel calls `triton_helpers.rand4x` (Inductor versions that have it,
+        for a kernel whose Triton tensors are 1-D: a pointwise kernel tiled along x alone), else 1
+        (`tl.rand`, one Philox counter per element)."""
+        if self.random_lanes is None:
+            self.random_lanes = 1
+            try:
+                from torch._inductor.codegen.triton import TritonOverrides
+            except ImportError:  # pragma: no cover - both torch versions tilec runs with have it
+                return 1
+            if hasattr(TritonOverrides, "_can_use_4x_random") and not self.reduction:
+                self.random_lanes = 4 if len(self._stock_tiling()) == 1 else 1
+        return self.random_lanes
+
+    def _stock_tiling(self) -> dict[str, Any]:
+        """The pointwise tiling stock code generation picks for this kernel ({"x": n} or
+        {"y": m, "x": n}), without its reduction entry."""
+        f = self.features
+        tiling = self.scheduling.get_tiling_and_scores(
+            f.node_schedule, f.numel, f.reduction_numel, getattr(f, "coalesce_analysis", None)
+        )[0]
+        return {k: v for k, v in tiling.items() if not k.startswith("r")}
+
+    def _linear_offset(self, offset: TV) -> bool:
+        """Whether `offset` is the kernel's x index plus a multiple of 4 (rand4x's lanes then
+        follow the offsets, whatever its block size)."""
+        expr = self.index_exprs.get(id(offset.value))
+        if expr is None:
+            return False
+        root = [s for s in expr.free_symbols if self._is_root(str(s), "x")]
+        if len(root) != 1:
+            return False
+        rest = sympy.expand(expr - root[0])
+        return bool(rest.is_Integer and int(rest) % 4 == 0 and static_int(self.features.numel) >= 4)
 
     def note_reduction(self, rtype: str) -> None:
         self.reductions[rtype] = None

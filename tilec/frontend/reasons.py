@@ -11,7 +11,18 @@ INDIRECT_INDEXING = "indirect indexing (gather, scatter, embedding) is not suppo
 ATOMIC_STORE = "atomic stores are not supported"
 SCAN = "scans (cumsum, cumprod, ...) are not supported"
 SORT = "sorts are not supported"
-RANDOM = "random number generation is not supported"
+RANDOM_ON_CPU = (
+    "random numbers on the CPU: stock Inductor draws them from its C++ generator (at::Philox4_32), "
+    "whose stream tilec does not reproduce"
+)
+RANDOM_INTEGERS = "random integers (randint) are not supported"
+RANDOM_ALIGNED_WITH_EAGER = (
+    "random numbers aligned with eager PyTorch (Inductor's align_random_eager) are not supported"
+)
+RANDOM_BLOCK_DEPENDENT = (
+    "random numbers at offsets other than a 1-D kernel's linear index: stock Inductor's four-lane "
+    "stream (rand4x) then depends on its block size"
+)
 NON_AFFINE_INDEX = "index is not affine in the kernel's index variables"
 NESTED_REDUCTION_USE = "a reduction result is used inside its own reduction loop"
 REDUCTION_OUTSIDE_LOOP = "a reduction outside the kernel's reduction dimension is not supported"

@@ -243,6 +243,62 @@ def _bitcast(op: Operation, args: Operands, ctx: Context) -> list[Any]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Random numbers: Triton's Philox-4x32-10 (triton/language/random.py), in uint64 numpy arithmetic
+
+_PHILOX_KEY = (0x9E3779B9, 0xBB67AE85)
+_PHILOX_ROUND = (0xD2511F53, 0xCD9E8D57)
+_U32 = np.uint64(0xFFFFFFFF)
+
+
+def philox(seed: np.ndarray, counter: np.ndarray, rounds: int = 10) -> list[np.ndarray]:
+    """The four u32 outputs of Philox-4x32 at counters (counter, 0, 0, 0), keyed by the low and
+    high words of the 64-bit `seed` (as uint64 arrays)."""
+    k0, k1 = seed & _U32, (seed >> np.uint64(32)) & _U32
+    c0, c1, c2, c3 = counter & _U32, *(np.zeros_like(counter),) * 3
+    a, b = (np.uint64(r) for r in _PHILOX_ROUND)
+    for _ in range(rounds):
+        hi_b, hi_a = (b * c2) >> np.uint64(32), (a * c0) >> np.uint64(32)  # products fit in 64 bits
+        c0, c1, c2, c3 = hi_b ^ c1 ^ k0, (b * c2) & _U32, hi_a ^ c3 ^ k1, (a * c0) & _U32
+        k0, k1 = (k0 + np.uint64(_PHILOX_KEY[0])) & _U32, (k1 + np.uint64(_PHILOX_KEY[1])) & _U32
+    return [c0, c1, c2, c3]
+
+
+def uniform(word: np.ndarray) -> np.ndarray:
+    """Triton's `uint_to_uniform_float`: the word as i32, folded to [0, 2^31), times 2^-31 in f32."""
+    x = word.astype(np.uint32).view(np.int32)
+    x = np.where(x < 0, -x - 1, x)
+    return x.astype(np.float32) * np.float32(4.6566127342e-10)
+
+
+def box_muller(u1: np.ndarray, u2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Triton's `pair_uniform_to_normal`, in f32 with the functions rounded once from f64."""
+    u1 = np.maximum(np.float32(1.0e-7), u1)
+    th = np.float32(6.283185307179586) * u2
+    r = np.sqrt(np.float32(-2.0) * np.log(u1.astype(np.float64)).astype(np.float32)).astype(np.float32)
+    return r * np.cos(th.astype(np.float64)).astype(np.float32), r * np.sin(th.astype(np.float64)).astype(np.float32)
+
+
+@impl("tile.rand")
+def _rand(op: Operation, args: Operands, ctx: Context) -> list[Any]:
+    offset = args.offset.to(torch.int64).numpy().astype(np.uint64)
+    seed = np.broadcast_to(args.seed.to(torch.int64).numpy().astype(np.uint64), offset.shape)
+    lanes = op.attr("lanes")
+    words = philox(seed, offset // np.uint64(lanes))
+    if op.attr("dist") == "uniform":
+        values = [uniform(w) for w in words]
+    else:
+        n0, n1 = box_muller(uniform(words[0]), uniform(words[1]))
+        n2, n3 = box_muller(uniform(words[2]), uniform(words[3]))
+        values = [n0, n1, n2, n3]
+    if lanes == 1:
+        out = values[0]
+    else:
+        lane = offset % np.uint64(4)
+        out = np.select([lane == i for i in range(3)], values[:3], values[3])
+    return [torch.from_numpy(np.array(out, dtype=np.float32))]
+
+
+# ---------------------------------------------------------------------------------------------
 # Reductions
 
 

@@ -31,8 +31,8 @@ kernel measured faster (or no slower: a tie goes to stock, whose launch costs le
 
 tilec takes only what a measurement says it wins: a kernel no rule covers — pointwise kernels,
 families and row counts never measured (backward kernels, reductions other than the norms' and
-softmax's, three or more row inputs), row sizes or element sizes outside the measured ranges —
-stays with stock Inductor, and the reason says so. `tilec.config.emitter` set to "gluon" or
+softmax's, three or more row inputs, kernels drawing random numbers), row sizes or element
+sizes outside the measured ranges — stays with stock Inductor, and the reason says so. `tilec.config.emitter` set to "gluon" or
 "triton" forces that emitter for the kernels tilec takes; `tilec.config.decline = False` keeps
 every kernel tilec can take (those no rule covers get the heuristic default: Gluon on Hopper,
 Triton elsewhere).
@@ -68,12 +68,17 @@ class Signature:
     row_bytes: int  # n x the widest input element (0 if n is unknown)
     row_inputs: int = 1  # inputs read as whole rows ([XBLOCK, RBLOCK] tiles), each counted once
     elem_bytes: int = 2  # the widest element read as a row
+    random: bool = False  # draws random numbers (dropout): Philox's arithmetic, never measured yet
 
     def describe(self) -> str:
+        drawing = " drawing random numbers" if self.random else ""
         if self.family == "pointwise":
-            return "pointwise kernels"
+            return f"pointwise kernels{drawing}"
         inputs = "one row input" if self.row_inputs == 1 else f"{self.row_inputs} row inputs"
-        return f"{self.family} kernels with {inputs} of {self.elem_bytes}-byte elements, rows of {self.row_bytes} bytes"
+        return (
+            f"{self.family} kernels{drawing} with {inputs} of {self.elem_bytes}-byte elements, "
+            f"rows of {self.row_bytes} bytes"
+        )
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,7 @@ class Rule:
     plan: str = ""  # options for the plan pass of the action's pipeline (tilec.passes.pipelines.with_plan)
     elem_bytes: int = 2  # the element size measured (bf16/fp16 unless it says otherwise)
     row_inputs: int = 1  # the whole-row inputs of the kernels measured
+    random: bool = False  # whether the kernels measured drew random numbers
 
     @property
     def evidence(self) -> str:
@@ -110,6 +116,7 @@ class Rule:
             self.family == sig.family
             and self.elem_bytes == sig.elem_bytes
             and self.row_inputs == sig.row_inputs
+            and self.random == sig.random
             and self.lo <= sig.row_bytes < self.hi
         )
 
@@ -276,7 +283,8 @@ def signature(kernel: Kernel) -> Signature:
     """The signature of a logical-form kernel."""
     n = reduction_numel(kernel)
     elem = widest_row_load_bytes(kernel)
-    return Signature(_family(kernel), x_numel(kernel), n, n * elem if n else 0, _row_inputs(kernel), elem)
+    random = any(op.name == "tile.rand" for op in kernel.walk())
+    return Signature(_family(kernel), x_numel(kernel), n, n * elem if n else 0, _row_inputs(kernel), elem, random)
 
 
 def choose(kernel: Kernel, hopper: bool, forced: str | None = None, decline: bool = True) -> Choice | Decline:

@@ -106,6 +106,7 @@ def _constrain(block: Block, u: _Unify) -> None:
             "tile.cast",
             "tile.bitcast",
             "tile.broadcast",
+            "tile.rand",
         ):
             group = _tiles(list(op.operands) + list(op.results))
         elif isinstance(op, ForOp):

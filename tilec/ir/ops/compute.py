@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from tilec.ir.core import Attr, Operand, Operation, Optional, Value, Variadic
-from tilec.ir.dtypes import DType, Type, f32, i1, i32
+from tilec.ir.dtypes import DType, Type, f32, i1, i32, u32
 from tilec.ir.expr import BinExpr, Expr
 from tilec.ir.layouts import SliceLayout
 from tilec.ir.ops.common import (
@@ -408,6 +408,45 @@ class BitcastOp(CastOp):
         assert a is not None and b is not None
         if a.bits != b.bits:
             raise self.error(f"needs dtypes of one width, got {a} and {b}")
+
+
+RAND_DISTS = ("uniform", "normal")
+
+
+class RandOp(Operation):
+    """Philox-4x32-10 random numbers keyed by `seed` (an integer: its low and high 32 bits) at
+    u32 counters `offset`, f32: Triton's `tl.rand` (uniform in [0, 1)) and `tl.randn` (normal,
+    Box-Muller), the stream Inductor's `rand`/`randn` draw from. `lanes = 1`: the first of
+    Philox's four outputs at counter `offset` (Box-Muller of the first two). `lanes = 4`: output
+    `offset % 4` at counter `offset // 4` (Box-Muller of outputs 0, 1 and of 2, 3): the stream of
+    Inductor's `rand4x`, which spends every output of one counter on four consecutive offsets."""
+
+    name = "tile.rand"
+    seed = Operand()
+    offset = Operand()
+    attrs = {
+        "dist": Attr("choice", choices=RAND_DISTS),
+        "lanes": Attr("int", required=False, default=1),
+    }
+    num_results = 1
+    traits = PURE
+
+    @classmethod
+    def infer(cls, operands: Sequence[Value], attributes: dict[str, Any]) -> list[Type] | None:
+        return [tile_or_scalar(operands[1].type, f32)] if elem_dtype(operands[1].type) is not None else None
+
+    def verify_(self) -> None:
+        common_tile(self, self.operands)
+        seed = elem_dtype(self.seed.type)
+        if seed is None or not seed.is_int or seed.is_bool:
+            raise self.error(f"seed must be an integer, got {seed}")
+        if elem_dtype(self.offset.type) != u32:
+            raise self.error(f"offset must have dtype u32, got {elem_dtype(self.offset.type)}")
+        if self.attr("lanes") not in (1, 4):
+            raise self.error("lanes must be 1 or 4")
+        inferred = self.infer(self.operands, self.attributes)
+        assert inferred is not None
+        check_results(self, inferred)
 
 
 # ---------------------------------------------------------------------------------------------
