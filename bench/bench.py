@@ -665,6 +665,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--repeats", type=int, default=20, help="with --models: timed steps per side")
     p.add_argument(
+        "--dropout",
+        type=float,
+        default=0.0,
+        help="with --models on a GPU: train with dropout P (errors then against stock's gradients, same seed)",
+    )
+    p.add_argument(
         "--autotune",
         action="store_true",
         help="with --models: tilec's autotuner times each kernel against stock and keeps the faster",
@@ -702,7 +708,18 @@ def _models(args: argparse.Namespace) -> int:
     except ImportError:
         print("tilec bench --models: needs transformers (pip install transformers)", file=sys.stderr)
         return 2
-    return int(models.main(Path(args.out), args.size, families, modes, args.repeats, args.device, args.autotune))
+    if args.dropout and args.device == "cpu":
+        print(
+            "tilec bench --models: --dropout needs a GPU (tilec leaves the CPU's random kernels to stock)",
+            file=sys.stderr,
+        )
+        return 2
+    if not 0.0 <= args.dropout < 1.0:
+        print("tilec bench --models: --dropout must be in [0, 1)", file=sys.stderr)
+        return 2
+    return int(
+        models.main(Path(args.out), args.size, families, modes, args.repeats, args.device, args.autotune, args.dropout)
+    )
 
 
 def load_results(paths: list[str]) -> list[Result]:

@@ -2,6 +2,7 @@
 
     tilec bench --models [--size default|small|tiny] [--device cuda|cpu]
                          [--families llama,gpt2,gemma] [--modes infer,infer-ro,train,train-ro]
+                         [--dropout P]
 
 Hugging Face transformers models built from their configs (random weights; nothing is
 downloaded), SDPA attention, dropout off (a step is then deterministic, and comparable with an
@@ -28,6 +29,13 @@ weights — inference: the logits; training: the first step's gradients (relativ
 
 `--autotune` has tilec's autotuner decide instead of the chooser's rules: at compile time it
 times each kernel tilec can take against stock Inductor's and keeps the faster (docs/hook.md).
+
+`--dropout P` (GPU) trains with dropout on: GPT-2's residual, embedding and attention dropout,
+Llama's and Gemma's attention dropout (inside SDPA, not Inductor's), all P. Eager PyTorch draws
+other masks than Inductor's kernels, so a training row's error is then tilec's first-step
+gradients against stock's, both steps run from the same `torch.manual_seed` after a step that
+compiled everything (one that updates no weights): tilec's dropout kernels draw stock's masks, so
+the error is the rounding of the kernels alone.
 
 On the CPU (`--device cpu`, size `tiny`: correctness and coverage, no timing), tilec takes every
 kernel it can (`tilec.config.decline = False`: the chooser's rules are GPU measurements), and a
@@ -63,7 +71,7 @@ def dims(size: str) -> dict[str, int]:
     return {"hidden": 2048, "intermediate": 5632, "layers": 2, "heads": 16, "vocab": 32000, "positions": 2048}
 
 
-def build(family: str, size: str) -> Any:
+def build(family: str, size: str, dropout: float = 0.0) -> Any:
     import torch
     import transformers as tf
 
@@ -77,6 +85,7 @@ def build(family: str, size: str) -> Any:
             num_key_value_heads=d["heads"],
             vocab_size=d["vocab"],
             max_position_embeddings=d["positions"],
+            attention_dropout=dropout,
         )
         cls: Any = tf.LlamaForCausalLM
     elif family == "gpt2":
@@ -89,9 +98,9 @@ def build(family: str, size: str) -> Any:
             vocab_size=vocab,
             bos_token_id=vocab - 1,
             eos_token_id=vocab - 1,
-            resid_pdrop=0.0,
-            embd_pdrop=0.0,
-            attn_pdrop=0.0,
+            resid_pdrop=dropout,
+            embd_pdrop=dropout,
+            attn_pdrop=dropout,
         )
         cls = tf.GPT2LMHeadModel
     elif family == "gemma":
@@ -104,6 +113,7 @@ def build(family: str, size: str) -> Any:
             head_dim=d["hidden"] // d["heads"],
             vocab_size=d["vocab"],
             max_position_embeddings=d["positions"],
+            attention_dropout=dropout,
         )
         cls = tf.GemmaForCausalLM
     else:
@@ -167,7 +177,9 @@ def within(error_tilec: float | None, error_stock: float | None) -> bool | None:
     return error_tilec <= max(ERROR_RATIO * error_stock, ERROR_FLOOR)
 
 
-def run_row(family: str, size: str, mode: str, repeats: int, device: str, log: Callable[[str], None]) -> dict[str, Any]:
+def run_row(
+    family: str, size: str, mode: str, repeats: int, device: str, log: Callable[[str], None], dropout: float = 0.0
+) -> dict[str, Any]:
     import torch
 
     import tilec
@@ -176,13 +188,16 @@ def run_row(family: str, size: str, mode: str, repeats: int, device: str, log: C
     batch, seq = SIZES[size]
     dtype = torch.float32 if device == "cpu" else torch.bfloat16
     train = mode.startswith("train")
-    base = build(family, size)
+    base = build(family, size, dropout)
     gen = torch.Generator().manual_seed(1)
     ids = torch.randint(0, base.config.vocab_size, (batch, seq), generator=gen).to(device)
+    against_stock = bool(dropout) and train  # eager's masks are not Inductor's: compare with stock
 
     # the fp32 eager reference: logits, or the first step's gradients
     ref_model = copy.deepcopy(base).to(device, torch.float32)
-    if train:
+    if against_stock:
+        reference = None
+    elif train:
         ref_model.train()
         ref_model(ids, labels=ids).loss.backward()
         reference = _grads(ref_model)
@@ -203,15 +218,19 @@ def run_row(family: str, size: str, mode: str, repeats: int, device: str, log: C
     }
     opts = {s: torch.optim.AdamW(models[s].parameters(), lr=1e-4, foreach=True) for s in models} if train else {}
     errors: dict[str, float] = {}
+    first: dict[str, Any] = {}  # each side's first-step gradients, where compared with stock's
 
-    def step(side: str, measure: bool = False) -> Any:
+    def step(side: str, measure: bool = False, update: bool = True) -> Any:
         if train:
             models[side].train()
             out = compiled[side](models[side], ids, ids)
             out.loss.backward()
-            if measure:
+            if measure and against_stock:
+                first[side] = _grads(models[side])
+            elif measure:
                 errors[side] = relative_error(_grads(models[side]), reference)
-            opts[side].step()
+            if update:
+                opts[side].step()
             opts[side].zero_grad(set_to_none=True)
             return out.loss.detach()
         models[side].eval()
@@ -222,8 +241,14 @@ def run_row(family: str, size: str, mode: str, repeats: int, device: str, log: C
         return out
 
     start = time.perf_counter()
+    if against_stock:
+        for side in ("tilec", "stock"):
+            step(side, update=False)  # compiles (compiling may draw random numbers: autotuning's inputs)
+            torch.manual_seed(1234)
+            step(side, measure=True, update=False)
+        errors["tilec"] = relative_error(first["tilec"], first["stock"])
     for side in ("tilec", "stock"):
-        step(side, measure=True)  # the first step: compiles, and is compared with the reference
+        step(side, measure=not against_stock)  # the first step: compiles, and is compared with the reference
         if device != "cpu":
             for _ in range(2):  # the backward's compile, CUDA-graph warm-up and recording
                 step(side)
@@ -236,6 +261,7 @@ def run_row(family: str, size: str, mode: str, repeats: int, device: str, log: C
         "size": size,
         "mode": mode,
         "device": device,
+        "dropout": dropout,
         "taken": sum(r.taken for r in records),
         "kernels": len(records),
         "declined": dict(declined),
@@ -280,7 +306,9 @@ def _f(x: float | None, spec: str = ".3f") -> str:
     return "" if x is None else format(x, spec)
 
 
-def markdown(rows: list[dict[str, Any]], env: dict[str, str], size: str, device: str, repeats: int) -> str:
+def markdown(
+    rows: list[dict[str, Any]], env: dict[str, str], size: str, device: str, repeats: int, dropout: float = 0.0
+) -> str:
     batch, seq = SIZES[size]
     lines = [
         "# tilec bench --models",
@@ -324,6 +352,12 @@ def markdown(rows: list[dict[str, Any]], env: dict[str, str], size: str, device:
                 f"{_f(r['error_stock'], '.2e')} |"
             )
         lines += ["", f"Geomean stock/tilec over the {len(rows)} rows: {geomean:.3f}x."]
+        if dropout:
+            lines += [
+                "",
+                f"Dropout {dropout}: a training row's error is tilec's first-step gradients against stock's, "
+                "both from the same seed (eager draws other masks); stock's column is empty.",
+            ]
     lines += ["", "Declined, by reason:", ""]
     for r in rows:
         reasons = "; ".join(f"{n}x {k}" for k, n in r["declined"].items()) or "none"
@@ -339,6 +373,7 @@ def main(
     repeats: int = 20,
     device: str = "cuda",
     autotune: bool = False,
+    dropout: float = 0.0,
 ) -> int:
     if device == "cpu":
         # tilec's CPU kernels run in Triton's interpreter, which Triton picks when first imported
@@ -367,12 +402,12 @@ def main(
     with tilec.config.patch(**settings), (out / "models.jsonl").open("w") as f:
         for family in families:
             for mode in modes:
-                row = run_row(family, size, mode, repeats, device, lambda line: print(line, flush=True))
+                row = run_row(family, size, mode, repeats, device, lambda line: print(line, flush=True), dropout)
                 row["meta"] = env
                 f.write(json.dumps(row) + "\n")
                 f.flush()
                 rows.append(row)
-    text = markdown(rows, env, size, device, repeats)
+    text = markdown(rows, env, size, device, repeats, dropout)
     (out / "models.md").write_text(text)
     print(text)
     failed = [f"{r['family']} {r['mode']}" for r in rows if r["within_stock_error"] is False]
