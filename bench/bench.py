@@ -665,6 +665,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--repeats", type=int, default=20, help="with --models: timed steps per side")
     p.add_argument(
+        "--dynamic",
+        action="store_true",
+        help="with --models on a GPU: dynamic=None, two other sequence lengths first (a symbolic length)",
+    )
+    p.add_argument(
         "--dropout",
         type=float,
         default=0.0,
@@ -708,6 +713,9 @@ def _models(args: argparse.Namespace) -> int:
     except ImportError:
         print("tilec bench --models: needs transformers (pip install transformers)", file=sys.stderr)
         return 2
+    if args.dynamic and args.device == "cpu":
+        print("tilec bench --models: --dynamic needs a GPU", file=sys.stderr)
+        return 2
     if args.dropout and args.device == "cpu":
         print(
             "tilec bench --models: --dropout needs a GPU (tilec leaves the CPU's random kernels to stock)",
@@ -718,7 +726,17 @@ def _models(args: argparse.Namespace) -> int:
         print("tilec bench --models: --dropout must be in [0, 1)", file=sys.stderr)
         return 2
     return int(
-        models.main(Path(args.out), args.size, families, modes, args.repeats, args.device, args.autotune, args.dropout)
+        models.main(
+            Path(args.out),
+            args.size,
+            families,
+            modes,
+            args.repeats,
+            args.device,
+            args.autotune,
+            args.dropout,
+            args.dynamic,
+        )
     )
 
 

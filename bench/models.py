@@ -2,7 +2,7 @@
 
     tilec bench --models [--size default|small|tiny] [--device cuda|cpu]
                          [--families llama,gpt2,gemma] [--modes infer,infer-ro,train,train-ro]
-                         [--dropout P]
+                         [--dropout P] [--dynamic]
 
 Hugging Face transformers models built from their configs (random weights; nothing is
 downloaded), SDPA attention, dropout off (a step is then deterministic, and comparable with an
@@ -29,6 +29,11 @@ weights — inference: the logits; training: the first step's gradients (relativ
 
 `--autotune` has tilec's autotuner decide instead of the chooser's rules: at compile time it
 times each kernel tilec can take against stock Inductor's and keeps the faster (docs/hook.md).
+
+`--dynamic` (GPU) compiles with `dynamic=None`, Dynamo's default, and runs each side at two
+other sequence lengths first (half and three quarters of the size's, weights unchanged): the
+second makes Dynamo recompile with a symbolic length, and the measured steps, at the size's own
+length, run that symbolic graph.
 
 `--dropout P` (GPU) trains with dropout on: GPT-2's residual, embedding and attention dropout,
 Llama's and Gemma's attention dropout (inside SDPA, not Inductor's), all P. Eager PyTorch draws
@@ -178,7 +183,14 @@ def within(error_tilec: float | None, error_stock: float | None) -> bool | None:
 
 
 def run_row(
-    family: str, size: str, mode: str, repeats: int, device: str, log: Callable[[str], None], dropout: float = 0.0
+    family: str,
+    size: str,
+    mode: str,
+    repeats: int,
+    device: str,
+    log: Callable[[str], None],
+    dropout: float = 0.0,
+    dynamic: bool = False,
 ) -> dict[str, Any]:
     import torch
 
@@ -213,17 +225,18 @@ def run_row(
     tilec.reset_report()
     compile_mode = "reduce-overhead" if mode.endswith("-ro") else None
     compiled = {
-        "tilec": torch.compile(entry("tilec"), backend="tilec", mode=compile_mode, dynamic=False),
-        "stock": torch.compile(entry("stock"), mode=compile_mode, dynamic=False),
+        "tilec": torch.compile(entry("tilec"), backend="tilec", mode=compile_mode, dynamic=None if dynamic else False),
+        "stock": torch.compile(entry("stock"), mode=compile_mode, dynamic=None if dynamic else False),
     }
     opts = {s: torch.optim.AdamW(models[s].parameters(), lr=1e-4, foreach=True) for s in models} if train else {}
     errors: dict[str, float] = {}
     first: dict[str, Any] = {}  # each side's first-step gradients, where compared with stock's
 
-    def step(side: str, measure: bool = False, update: bool = True) -> Any:
+    def step(side: str, measure: bool = False, update: bool = True, tokens: Any = None) -> Any:
+        t = ids if tokens is None else tokens
         if train:
             models[side].train()
-            out = compiled[side](models[side], ids, ids)
+            out = compiled[side](models[side], t, t)
             out.loss.backward()
             if measure and against_stock:
                 first[side] = _grads(models[side])
@@ -235,12 +248,16 @@ def run_row(
             return out.loss.detach()
         models[side].eval()
         with torch.no_grad():
-            out = compiled[side](models[side], ids, None).logits
+            out = compiled[side](models[side], t, None).logits
         if measure:
             errors[side] = relative_error(out, reference)
         return out
 
     start = time.perf_counter()
+    if dynamic:  # the second length recompiles with a symbolic sequence length; weights unchanged
+        for side in ("tilec", "stock"):
+            for n in (seq // 2, 3 * seq // 4):
+                step(side, update=False, tokens=ids[:, :n].contiguous())
     if against_stock:
         for side in ("tilec", "stock"):
             step(side, update=False)  # compiles (compiling may draw random numbers: autotuning's inputs)
@@ -262,6 +279,7 @@ def run_row(
         "mode": mode,
         "device": device,
         "dropout": dropout,
+        "dynamic": dynamic,
         "taken": sum(r.taken for r in records),
         "kernels": len(records),
         "declined": dict(declined),
@@ -307,7 +325,13 @@ def _f(x: float | None, spec: str = ".3f") -> str:
 
 
 def markdown(
-    rows: list[dict[str, Any]], env: dict[str, str], size: str, device: str, repeats: int, dropout: float = 0.0
+    rows: list[dict[str, Any]],
+    env: dict[str, str],
+    size: str,
+    device: str,
+    repeats: int,
+    dropout: float = 0.0,
+    dynamic: bool = False,
 ) -> str:
     batch, seq = SIZES[size]
     lines = [
@@ -352,6 +376,12 @@ def markdown(
                 f"{_f(r['error_stock'], '.2e')} |"
             )
         lines += ["", f"Geomean stock/tilec over the {len(rows)} rows: {geomean:.3f}x."]
+        if dynamic:
+            lines += [
+                "",
+                f"Dynamic: compiled with dynamic=None; each side ran {seq // 2} and {3 * seq // 4} tokens first "
+                f"(Dynamo recompiled with a symbolic length), the measured steps run {seq} tokens on that graph.",
+            ]
         if dropout:
             lines += [
                 "",
@@ -374,6 +404,7 @@ def main(
     device: str = "cuda",
     autotune: bool = False,
     dropout: float = 0.0,
+    dynamic: bool = False,
 ) -> int:
     if device == "cpu":
         # tilec's CPU kernels run in Triton's interpreter, which Triton picks when first imported
@@ -402,12 +433,14 @@ def main(
     with tilec.config.patch(**settings), (out / "models.jsonl").open("w") as f:
         for family in families:
             for mode in modes:
-                row = run_row(family, size, mode, repeats, device, lambda line: print(line, flush=True), dropout)
+                row = run_row(
+                    family, size, mode, repeats, device, lambda line: print(line, flush=True), dropout, dynamic
+                )
                 row["meta"] = env
                 f.write(json.dumps(row) + "\n")
                 f.flush()
                 rows.append(row)
-    text = markdown(rows, env, size, device, repeats, dropout)
+    text = markdown(rows, env, size, device, repeats, dropout, dynamic)
     (out / "models.md").write_text(text)
     print(text)
     failed = [f"{r['family']} {r['mode']}" for r in rows if r["within_stock_error"] is False]

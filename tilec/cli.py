@@ -244,7 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dump.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cuda (fake H100 without a GPU) or cpu")
     dump.add_argument("--source", action="store_true", help="also print Inductor's own Triton source, as comments")
-    dump.add_argument("--dynamic", action="store_true", help="trace with dynamic (symbolic) shapes")
+    dump.add_argument(
+        "--dynamic", action="store_true", help="trace with every input's leading dimensions symbolic (the last static)"
+    )
     dump.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     dump.set_defaults(func=cmd_dump)
 

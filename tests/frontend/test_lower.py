@@ -248,10 +248,22 @@ def test_cumsum_is_a_scan() -> None:
     assert k.result == Unsupported(reasons.SCAN)
 
 
-def test_dynamic_shapes() -> None:
-    kernels = capture(lambda x: torch.softmax(x, -1), [_x()], dynamic=True)
-    assert kernels and all(k.result == Unsupported(reasons.DYNAMIC_SHAPE) for k in kernels)
-    assert "s" in kernels[0].numel  # symbolic
+def test_symbolic_rows_are_a_size_parameter() -> None:
+    """Leading dimensions symbolic (the rows), the row length static: the kernel takes its x
+    size as the scalar parameter `xnumel`, which the grid and the row mask read."""
+    (k,) = capture(lambda x: torch.softmax(x, -1), [_x()], dynamic=True)
+    assert isinstance(k.result, Lowered), k.summary()
+    assert "s" in k.numel and k.result.numel is None  # symbolic
+    assert [str(e) for e in k.result.sizes.values()] == [k.numel]
+    text = print_kernel(k.result.kernel)
+    assert "%xnumel: i32) constexprs(XBLOCK, RBLOCK) attributes {grid = [cdiv(xnumel, XBLOCK)]}" in text
+    assert "tile.cmp %xindex, %xnumel" in text
+
+
+def test_a_symbolic_reduction_length_is_declined() -> None:
+    # the reduced dimension is a leading one, so symbolic: the reduction's length is
+    (k,) = capture(lambda x: x.sum(1), [torch.randn(4, 64, 32)], dynamic=True)
+    assert k.result == Unsupported(reasons.DYNAMIC_SHAPE)
 
 
 def test_split_online_softmax_partials() -> None:

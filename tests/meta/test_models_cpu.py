@@ -58,3 +58,5 @@ def test_cpu_models_refuse_what_the_cpu_cannot_run(tmp_path: Path) -> None:
     assert r.returncode == 2 and "unknown family or mode: bert" in r.stderr
     r = run("--size", "tiny", "--dropout", "0.1")
     assert r.returncode == 2 and "--dropout needs a GPU" in r.stderr
+    r = run("--size", "tiny", "--dynamic")
+    assert r.returncode == 2 and "--dynamic needs a GPU" in r.stderr

@@ -173,7 +173,7 @@ class GluonEmitter(PythonEmitter):
         k = self.k
         params = self.params()
         sig = ", ".join(params + [f"{c}: gl.constexpr" for c in k.constexprs])
-        self.lines += [f"@gluon.jit{self.jit_options()}", f"def {self.kname}({sig}):"]
+        self.lines += [f"@gluon.jit{self.jit_options(kernel=True)}", f"def {self.kname}({sig}):"]
         self.body(k.body, 1)
         kernel_src = "\n".join(self.lines)
 

@@ -247,10 +247,18 @@ class PythonEmitter:
         lay = self.layout(t.layout)
         return f", layout={lay}" if lay else ""
 
-    def jit_options(self) -> str:
+    def jit_options(self, kernel: bool = False) -> str:
         """The decorator's arguments: asserts are compiled only with `debug=True` (Inductor compiles
-        its kernels so too, for the same bounds checks)."""
-        return "(debug=True)" if any(isinstance(op, AssertOp) for op in self.k.walk()) else ""
+        its kernels so too, for the same bounds checks). The kernel's own (`kernel`) integer
+        scalar parameters (a symbolic size) are not specialized: Triton would compile another
+        variant for a size of 1 or a multiple of 16, and one compiled kernel serves every size."""
+        options = []
+        if any(isinstance(op, AssertOp) for op in self.k.walk()):
+            options.append("debug=True")
+        sizes = [self.n(p) for p in self.k.params if isinstance(p.type, DType) and p.type.is_int] if kernel else []
+        if sizes:
+            options.append(f"do_not_specialize={sizes!r}")
+        return f"({', '.join(options)})" if options else ""
 
     def emit(self, depth: int, text: str, op: Operation | None = None) -> None:
         suffix = ""

@@ -469,7 +469,10 @@ def capture(
 ) -> list[CapturedKernel]:
     """Traces `fn(*inputs)` with torch.compile and returns the fused Triton kernels Inductor
     generates for `device` ("cuda": the GPU, or a fake H100 without one; "cpu"), each with its
-    tile IR or the reason tilec does not take it. Raises CaptureError if tracing fails."""
+    tile IR or the reason tilec does not take it. Raises CaptureError if tracing fails.
+
+    `dynamic`: every input's leading dimensions are symbolic (batch and sequence, as Dynamo makes
+    them after a model meets a second sequence length), its last dimension static."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     if device not in ("cuda", "cpu"):
@@ -487,7 +490,12 @@ def capture(
             p.setattr(triton_utils, "triton_hash_with_backend", lambda: FAKE_BACKEND_HASH)
         stack.enter_context(_hooked(device, records, strict, fake_gpu))
         args = _fake_inputs(inputs, device, FakeTensorMode())
-        compiled = torch.compile(fn, dynamic=dynamic, fullgraph=True)
+        if dynamic:
+            for t in args:
+                if isinstance(t, torch.Tensor):
+                    for dim in range(t.dim() - 1):  # the leading dimensions; the last stays static
+                        torch._dynamo.mark_dynamic(t, dim)
+        compiled = torch.compile(fn, dynamic=False, fullgraph=True)
         try:
             compiled(*args)
         except Exception as e:

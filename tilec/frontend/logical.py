@@ -38,6 +38,7 @@ from tilec.ir.types import PointerType, TileType
 
 XBLOCK = Sym("XBLOCK")
 RBLOCK = Sym("RBLOCK")
+XNUMEL = "xnumel"  # the scalar parameter holding a symbolic x size
 
 # Initial accumulators and the op combining two partial results, per reduction kind.
 _REDUCE = {
@@ -129,11 +130,13 @@ class Loop:
 
 
 class LogicalBuilder:
-    def __init__(self, name: str, numel: int, rnumel: int, reduction: bool, index_dtype: DType) -> None:
+    def __init__(self, name: str, numel: int | None, rnumel: int, reduction: bool, index_dtype: DType) -> None:
+        """`numel` None: the x size is symbolic, a scalar parameter `xnumel` the launch passes."""
         constexprs: dict[str, int | None] = {"XBLOCK": None}
         if reduction:
             constexprs["RBLOCK"] = None
-        grid: tuple[IntExpr, ...] = (CallExpr("cdiv", (numel, XBLOCK)),)
+        xsize: IntExpr = Sym(XNUMEL) if numel is None else numel
+        grid: tuple[IntExpr, ...] = (CallExpr("cdiv", (xsize, XBLOCK)),)
         self.kernel = Kernel(name, [], constexprs=constexprs, launch=Launch(grid=grid))
         self.top = Builder.at_end(self.kernel.body)
         self.top_cache: dict[Any, TV] = {}
@@ -255,7 +258,10 @@ class LogicalBuilder:
             flat = top.op("tile.expand_dims", flat, type=TileType((XBLOCK, 1), idt), axis=1, name_hint="xindex")
         self.xindex = TV(flat, "x")
         # the sizes get their own constants (not shared with equal coefficients): clearer loops
-        xnumel = TV(top.op("tile.constant", type=idt, value=self.numel, name_hint="xnumel"), "")
+        if self.numel is None:
+            xnumel = TV(self.kernel.add_param(XNUMEL, idt), "")
+        else:
+            xnumel = TV(top.op("tile.constant", type=idt, value=self.numel, name_hint="xnumel"), "")
         self.xmask = self.emit("tile.cmp", [self.xindex, xnumel], "x", i1, "xmask", predicate="lt")
         self.protected.update(id(op.result) for op in top.block.ops)
         if self.reduction:
@@ -266,8 +272,9 @@ class LogicalBuilder:
             self.rrange = TV(range_of(RBLOCK, "rrange"), "")
             self.protected.update(id(t.value) for t in (self.rnumel_tv, self.c0, self.rblock, self.rrange))
 
-    def index_var(self, name: str, prefix: str, divisor: int, length: int, numel: int) -> TV:
-        """A range-tree variable: (root // divisor) % length of xindex or rindex."""
+    def index_var(self, name: str, prefix: str, divisor: int, length: int | None) -> TV:
+        """A range-tree variable: (root // divisor) % length of xindex or rindex; `length` None
+        where the variable runs over the whole root (no remainder)."""
         if prefix == "x":
             root = self.xindex
         else:
@@ -281,7 +288,7 @@ class LogicalBuilder:
         v = root
         if divisor != 1:
             v = self.elementwise("tile.div", [v, self.const(divisor, self.index_dtype)], hint=name)
-        if divisor * length < numel:
+        if length is not None:
             v = self.elementwise("tile.rem", [v, self.const(length, self.index_dtype)], hint=name)
         cache[key] = v
         return v

@@ -28,7 +28,7 @@ import sympy
 
 from tilec.frontend.handler import TileOpsHandler
 from tilec.frontend.indexing import IndexTranslator
-from tilec.frontend.logical import TV, LogicalBuilder, PendingReduction
+from tilec.frontend.logical import TV, XNUMEL, LogicalBuilder, PendingReduction
 from tilec.frontend.reasons import (
     CANNOT_SPLIT_RANGES,
     DYNAMIC_SHAPE,
@@ -68,6 +68,20 @@ def lower(
             raise
         log.debug("tilec.lower failed", exc_info=True)
         return Unsupported(f"{INTERNAL_ERROR}: {error_line(e, 200)}")
+
+
+def symbolic_size(e: Any) -> sympy.Expr:
+    """A kernel size: an integer, or an expression of the graph's size symbols (a dimension Dynamo
+    made dynamic); anything else (unbacked or float symbols) is unsupported."""
+    from torch.utils._sympy.symbol import SymT, symbol_is_type
+
+    try:
+        e = sympy.sympify(e)
+    except (sympy.SympifyError, TypeError):
+        raise UnsupportedError(DYNAMIC_SHAPE) from None
+    if not all(symbol_is_type(s, (SymT.SIZE, SymT.PRECOMPUTED_SIZE)) for s in e.free_symbols):
+        raise UnsupportedError(DYNAMIC_SHAPE)
+    return e
 
 
 def static_int(e: Any) -> int:
@@ -134,7 +148,8 @@ class KernelBuilder:
         from torch._inductor.scheduler import SchedulerNode
         from torch._inductor.virtualized import V
 
-        numel = static_int(self.features.numel)
+        numel_expr = symbolic_size(self.features.numel)
+        numel = int(numel_expr) if numel_expr.is_Integer else None
         rnumel = static_int(self.features.reduction_numel)
         self.reduction = reduction = bool(self.features.is_reduction()) and rnumel > 1
         nodes = []
@@ -145,10 +160,10 @@ class KernelBuilder:
                 raise UnsupportedError(unsupported_node(type(item).__name__))
             nodes.append(item)
         self.nodes = nodes
-        self.index_dtype = self._index_dtype(numel * rnumel)
+        self.index_dtype = self._index_dtype(numel * rnumel if numel is not None else None)
         name = sanitize_name(self.name) if self.name else kernel_name_for(self.node_schedule, reduction)
         self.lb = LogicalBuilder(name, numel, rnumel, reduction, self.index_dtype)
-        self.ikernel = _helper_kernel(self.features, numel, rnumel)
+        self.ikernel = _helper_kernel(self.features, numel_expr, rnumel)
         self.kargs = self.ikernel.args
         self.translate = IndexTranslator(self.lb, self._lookup)
         with V.set_kernel_handler(self.ikernel):
@@ -160,6 +175,7 @@ class KernelBuilder:
             args=self._args(),
             numel=numel,
             rnumel=rnumel,
+            sizes={XNUMEL: numel_expr} if numel is None else {},
             reductions=list(self.reductions),
             index_dtype=self.index_dtype.name,
             removed_buffers=frozenset(self.ikernel.removed_buffers),
@@ -170,13 +186,13 @@ class KernelBuilder:
             inductor_kernel=self.ikernel,
         )
 
-    def _index_dtype(self, total: int) -> DType:
+    def _index_dtype(self, total: int | None) -> DType:
         try:
             import torch
 
             return i32 if self.features.select_index_dtype() == torch.int32 else i64
         except Exception:
-            return i32 if total <= 2**31 - 1 else i64
+            return i32 if total is not None and total <= 2**31 - 1 else i64
 
     def _decide_inplace(self) -> None:
         # Stock codegen's first pass: records `in_out_ptr` buffers in the helper kernel's args.
@@ -228,15 +244,22 @@ class KernelBuilder:
         prefix = "x" if entry.prefix == "x" else "r" if entry.prefix.startswith("r") else None
         if prefix is None:
             return None
-        return self.lb.index_var(entry.name, prefix, int(entry.divisor), int(entry.length), int(entry.root.numel))
+        divisor, length, whole = (sympy.sympify(e) for e in (entry.divisor, entry.length, entry.root.numel))
+        if not divisor.is_Integer:
+            raise UnsupportedError(DYNAMIC_SHAPE)
+        if sympy.simplify(divisor * length - whole) == 0:  # runs over the whole root: no remainder
+            return self.lb.index_var(entry.name, prefix, int(divisor), None)
+        if not length.is_Integer:
+            raise UnsupportedError(DYNAMIC_SHAPE)
+        return self.lb.index_var(entry.name, prefix, int(divisor), int(length))
 
     def _is_root(self, sym: str, prefix: str) -> bool:
         for s, entry in self.ikernel.range_tree_nodes.items():
             if str(s) == sym:
                 return (
                     entry.prefix.startswith(prefix)
-                    and int(entry.divisor) == 1
-                    and int(entry.length) == int(entry.root.numel)
+                    and sympy.sympify(entry.divisor) == 1
+                    and sympy.simplify(sympy.sympify(entry.length) - entry.root.numel) == 0
                 )
         return False
 
@@ -549,7 +572,9 @@ class KernelBuilder:
                 writes.add(id(op.ptr))
         args = []
         for p in kernel.params:
-            assert isinstance(p.type, PointerType) and p.name_hint is not None
+            if not isinstance(p.type, PointerType):  # a symbolic size: Lowered.sizes
+                continue
+            assert p.name_hint is not None
             access = "read_write" if id(p) in reads and id(p) in writes else "write" if id(p) in writes else "read"
             buffer = self.buffers.get(p.name_hint, "?")
             shape, strides, offset = _layout(buffer)
@@ -594,12 +619,12 @@ def _layout(buffer: str) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None
         return None, None, None
 
 
-def _helper_kernel(features: Any, numel: int, rnumel: int) -> Any:
+def _helper_kernel(features: Any, numel: sympy.Expr, rnumel: int) -> Any:
     """A TritonKernel over {x: numel, r0_: rnumel}, used only to map ranges and name arguments."""
     from torch._inductor import metrics
     from torch._inductor.codegen.triton import TritonKernel
 
-    tiling = {"x": sympy.Integer(numel), "r0_": sympy.Integer(rnumel)}
+    tiling = {"x": numel, "r0_": sympy.Integer(rnumel)}
     count = metrics.generated_kernel_count
     try:
         try:

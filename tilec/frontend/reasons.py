@@ -6,7 +6,10 @@ functions build the parametrized ones; their fixed prefix is stable too.
 
 from __future__ import annotations
 
-DYNAMIC_SHAPE = "dynamic (symbolic) sizes are not supported"
+DYNAMIC_SHAPE = (
+    "symbolic sizes other than the kernel's x size (a reduction's length, a stride or index "
+    "coefficient) are not supported"
+)
 INDIRECT_INDEXING = "indirect indexing (gather, scatter, embedding) is not supported"
 ATOMIC_STORE = "atomic stores are not supported"
 SCAN = "scans (cumsum, cumprod, ...) are not supported"

@@ -56,7 +56,7 @@ class Lowered:
 
     kernel: Kernel
     args: list[KernelArg]  # in parameter order
-    numel: int  # xnumel
+    numel: int | None  # xnumel; None where symbolic (the kernel's scalar parameter `xnumel`)
     rnumel: int  # reduction numel (1 for pointwise kernels)
     reductions: list[str]  # reduction types, once each, in order ("sum", "welford_reduce", ...)
     index_dtype: str  # "i32" or "i64"
@@ -68,6 +68,9 @@ class Lowered:
     # The Inductor kernel object used to map ranges and name arguments (its `args` and
     # `inplace_update_buffers` are what `mark_run` needs); None outside Inductor.
     inductor_kernel: Any = None
+    # the kernel's scalar parameters (after the pointers) and the size each holds, a sympy
+    # expression of the graph's size symbols: {"xnumel": 1024*s77} for a symbolic x size
+    sizes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def is_reduction(self) -> bool:

@@ -96,7 +96,7 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuil
     from tilec.passes.pipelines import with_plan
 
     text = print_kernel(lowered.kernel)
-    names = [a.param for a in lowered.args]
+    names = [a.param for a in lowered.args] + list(lowered.sizes)
     if any(a.buffer == "?" for a in lowered.args):
         raise RuntimeError("a kernel parameter has no buffer in the wrapper")
     key = (text, tuple(names), emitter, plan, cfg.pipelines["triton"], cfg.pipelines["gluon"])

@@ -119,7 +119,8 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | str:
             hopper, forced = emitter == "gluon", (cfg.emitter if cfg.emitter != "auto" else None)
             cands = autotune.candidates(hopper, forced, cfg.decline)
             tuned = None
-            if len(cands) > 1 and autotune.wanted(device):
+            # the autotuner times the kernel's static shapes: a kernel with symbolic sizes gets the rules
+            if len(cands) > 1 and autotune.wanted(device) and not lowered.sizes:
 
                 def plan_for(candidate: str) -> KernelBuild:
                     candidate_emitter, options = autotune.split(candidate)

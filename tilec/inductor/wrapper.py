@@ -105,7 +105,13 @@ def commit(scheduling: Any, features: Any, built: KernelBuild) -> str:
     except TypeError:  # older signature
         scheduling.codegen_comment(nodes)
     buffers = [a.buffer for a in lowered.args]
-    wrapper.generate_kernel_call(name, buffers, triton=True, arg_types=[V.graph.get_dtype(b) for b in buffers])
+    sizes = list(lowered.sizes.values())  # symbolic sizes: expressions of the graph's size symbols
+    wrapper.generate_kernel_call(
+        name,
+        [*buffers, *sizes],
+        triton=True,
+        arg_types=[*(V.graph.get_dtype(b) for b in buffers), *(int for _ in sizes)],
+    )
     V.graph.removed_buffers |= lowered.removed_buffers
     V.graph.inplaced_to_remove |= lowered.inplaced_to_remove
     return name

@@ -239,7 +239,10 @@ def tma_box(kernel: Kernel, load: LoadOp, loop: ForOp | None) -> tuple[Box, bool
         step = const_value(loop.step) if loop is not None else cols
         n_cols = col_const + (trips - 1) * int(step or 0) + cols
     if n_rows is None:
-        grid = [evaluate(g, kernel.bound_constexprs()) for g in kernel.launch.grid]
+        try:
+            grid = [evaluate(g, kernel.bound_constexprs()) for g in kernel.launch.grid]
+        except KeyError:  # a symbolic size: a descriptor's shape must be known when compiling
+            return None
         n_rows = row_const + grid[0] * rows_per_pid if pid is not None else row_const + rows
     if n_cols > stride:
         return None

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -191,7 +192,18 @@ class TilecKernel:
             if compiled is not None:
                 _run_compiled(compiled, grid, _current_stream(index) if stream is None else stream, kernel_args)
                 role = "primary" if variant is self.primary else "fallback"
-                self._bound = _Bound.make(role, compiled, grid, kernel_args, args, index, self.tma)
+                self._bound = _Bound.make(
+                    role,
+                    compiled,
+                    grid,
+                    kernel_args,
+                    args,
+                    index,
+                    self.tma,
+                    variant,
+                    kwargs["num_sms"],
+                    _sizes(prepare, variant, args, kwargs),
+                )
                 return
         if stream is None or stream == _current_stream(_current_device()):
             compiled = module.launch(*variant.args(args), **kwargs)
@@ -204,7 +216,18 @@ class TilecKernel:
             variant.compiled[key] = compiled
         if prepare is not None and compiled is not None:
             role = "primary" if variant is self.primary else "fallback"
-            self._bound = _Bound.make(role, compiled, grid, kernel_args, args, index, self.tma)
+            self._bound = _Bound.make(
+                role,
+                compiled,
+                grid,
+                kernel_args,
+                args,
+                index,
+                self.tma,
+                variant,
+                kwargs["num_sms"],
+                _sizes(prepare, variant, args, kwargs),
+            )
 
     def _sms(self) -> int:
         if self.device == "cpu":
@@ -266,6 +289,11 @@ class _Bound:
     desc_source: tuple[int, ...]  # the run() argument each descriptor reads
     tensor_args: tuple[int, ...]
     encoded: dict[tuple[int, ...], list[list[Any]]]
+    # run-time sizes (a symbolic xnumel): the run() arguments, the specialization Triton compiled
+    # them for, and the grid, recomputed from them at each launch
+    size_args: tuple[int, ...]
+    size_spec: tuple[Any, ...]
+    grid_of: Callable[[tuple[Any, ...]], tuple[int, ...]] | None
 
     @classmethod
     def make(
@@ -277,7 +305,12 @@ class _Bound:
         args: tuple[Any, ...],
         device: int,
         tma: tuple[TmaOperand, ...],
+        variant: Variant | None = None,
+        num_sms: int = 1,
+        sizes: dict[int, int] | None = None,
     ) -> _Bound | None:
+        """`sizes`: kernel argument index -> run() argument index, for run-time sizes."""
+        sizes = sizes or {}
         try:
             launcher = compiled.run
             c_launch, desc_meta = _c_launcher(launcher.launch)
@@ -294,8 +327,12 @@ class _Bound:
         # operand it reads), or ("const", value)
         layout: list[tuple[str, Any]] = []
         descs = 0
-        for a in kernel_args:
-            i = next((j for j, x in enumerate(args) if x is a), None)
+        for k, a in enumerate(kernel_args):
+            if k in sizes:
+                layout.append(("size", sizes[k]))
+                continue
+            scalar = isinstance(a, (int, float, bool)) or a is None
+            i = None if scalar else next((j for j, x in enumerate(args) if x is a), None)
             if i is not None:
                 layout.append(("arg", i))
             elif hasattr(a, "block_shape") and hasattr(a, "base"):
@@ -312,6 +349,15 @@ class _Bound:
         self.desc_meta = desc_meta
         self.desc_source = tuple(src for kind, v in layout if kind == "desc" for _, src, _ in [v])
         self.tensor_args = tuple(v for kind, v in layout if kind == "arg")
+        self.size_args = tuple(v for kind, v in layout if kind == "size")
+        self.size_spec = tuple(_size_spec(args[i]) for i in self.size_args)
+        self.grid_of = None
+        if self.size_args:
+            grid_fn = getattr(variant.module, "GRID", None) if variant is not None else None
+            if grid_fn is None or variant is None:
+                return None
+            order = variant.order
+            self.grid_of = lambda a: grid_fn(*(a[i] for i in order), num_sms=num_sms)
         self.encoded = {}
         if any(args[i].data_ptr() & 15 for i in self.tensor_args + self.desc_source):
             return None  # bind the common case only: every pointer 16-byte aligned
@@ -332,18 +378,25 @@ class _Bound:
                 if len(self.encoded) >= MAX_CACHED_POINTERS:
                     self.encoded.clear()
                 encoded = self.encoded[ptrs] = self._encode(args)
+        if self.size_args and tuple(_size_spec(args[i]) for i in self.size_args) != self.size_spec:
+            return False  # a size past 32 bits: Triton passes it as another type
         for kind, v in self.layout:
             if kind == "arg":
                 a = args[v]
                 if a.data_ptr() & 15:
                     return False
                 kernel_args.append(a)
+            elif kind == "size":
+                kernel_args.append(args[v])
             elif kind == "desc":
                 assert encoded is not None
                 kernel_args.extend(encoded[v[0]])
             else:
                 kernel_args.append(v)
         gx, gy, gz = self.grid
+        if self.grid_of is not None:
+            g = self.grid_of(args)
+            gx, gy, gz = g[0], g[1] if len(g) > 1 else 1, g[2] if len(g) > 2 else 1
         self.c_launch(gx, gy, gz, stream, self.function, *self.head, None, None, None, *kernel_args)
         return True
 
@@ -357,6 +410,22 @@ class _Bound:
                 index, src, template = v
                 out.append(make_tensordesc_arg(_rebind(template, args[src]), meta[index]))
         return out
+
+
+def _sizes(prepare: Any, variant: Variant, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, int]:
+    """Which kernel arguments are run() arguments holding sizes (a symbolic xnumel): kernel
+    argument index -> run() argument index. Found by preparing the launch again with each integer
+    argument replaced by a value no constant takes."""
+    probe_base = 1 << 40
+    if not any(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return {}
+    probe = tuple(probe_base + j if isinstance(a, int) and not isinstance(a, bool) else a for j, a in enumerate(args))
+    _, probe_args = prepare(*variant.args(probe), **kwargs)
+    return {
+        k: a - probe_base
+        for k, a in enumerate(probe_args)
+        if isinstance(a, int) and not isinstance(a, bool) and probe_base <= a < probe_base + len(args)
+    }
 
 
 def knobs_hooked() -> bool:
@@ -403,6 +472,12 @@ def _current_stream(index: int) -> int:
     import torch
 
     return int(torch._C._cuda_getCurrentRawStream(index))
+
+
+def _size_spec(arg: int) -> bool:
+    """What Triton's cache key takes from a size parameter, which the emitters mark
+    `do_not_specialize`: only whether it fits 32 bits."""
+    return -(2**31) <= arg < 2**31
 
 
 def _specialization(arg: Any) -> Any:
