@@ -275,8 +275,11 @@ class _Bound:
     and the 16-byte alignment of each pointer are those it was bound for (else the general path,
     which may compile another specialization or take the fallback), and reuses the encoded TMA
     descriptor of each tuple of base pointers (`cuTensorMapEncodeTiled` runs once per tuple, not
-    once per launch; the encoding holds no tensor). Kernels that need Triton's scratch memory or
-    launch hooks, and launchers of another shape than Triton 3.6's, keep the general path."""
+    once per launch; the encoding holds no tensor). A kernel with a symbolic size takes it as a
+    run() argument after the buffers: passed through, the grid recomputed from it by the emitted
+    `GRID` (the emitters compile size parameters unspecialized, so any size that fits 32 bits
+    keeps the binding). Kernels that need Triton's scratch memory or launch hooks, and launchers
+    of another shape than Triton 3.6's, keep the general path."""
 
     role: str  # "primary" or "fallback": which variant it launches
     c_launch: Any  # Triton's compiled C launcher
