@@ -26,6 +26,13 @@ def test_summary_without_ir(capsys: pytest.CaptureFixture[str]) -> None:
     assert "tile.kernel" not in out
 
 
+def test_dynamic_shows_the_row_count_as_a_parameter(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "dump", "--ir", "--dynamic", RMSNORM, "--shape", "64,1000")
+    assert code == 0, err
+    assert "taken" in out and "%xnumel: i32" in out
+    assert "grid = [cdiv(xnumel, XBLOCK)]" in out
+
+
 def test_pipeline(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(
         capsys,
