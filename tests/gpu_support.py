@@ -16,6 +16,14 @@ def hopper() -> bool:
     return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 9
 
 
+def skip_unless_runs(emitter: str) -> None:
+    """Skips the calling test where `emitter` cannot run on this GPU (Gluon needs Hopper or newer)."""
+    import pytest
+
+    if emitter == "gluon" and not hopper():
+        pytest.skip("Gluon needs Hopper or newer")
+
+
 @contextmanager
 def hooked() -> Iterator[None]:
     """tilec installed, no compiled frames, no records, no FX-graph cache (a cache hit generates no

@@ -179,11 +179,13 @@ def test_random_integers_are_declined_with_their_reason() -> None:
     assert [k.result.reason for k in kernels if not k.taken] == [reasons.RANDOM_INTEGERS]  # type: ignore[union-attr]
 
 
-def test_gluon_output_compiles_for_hopper() -> None:
-    """Gluon kernels call Triton's generators too: a dropout fused into a LayerNorm compiles."""
+@pytest.mark.parametrize("name", ["dropout-layernorm", "dropout"])
+def test_gluon_output_compiles_for_hopper(name: str) -> None:
+    """Gluon kernels call Triton's generators too: a dropout fused into a LayerNorm (one lane) and
+    a pointwise dropout (this torch's lanes: four where Inductor has rand4x) compile."""
     from tilec.emit.check import check_compile
     from tilec.emit.gluon import emit_gluon
 
-    report = check_compile(emit_gluon(_kernels("dropout-layernorm")["gluon-default"]), "sm_90")
+    report = check_compile(emit_gluon(_kernels(name)["gluon-default"]), "sm_90")
     assert report.ok, report.error + "\n" + report.detail
     assert report.spills == 0, report.summary()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F  # noqa: N812
-from gpu_support import hopper
+from gpu_support import skip_unless_runs
 
 import tilec
 from tilec.runtime import loaded_kernels
@@ -42,8 +42,7 @@ def gelu(x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("fn", [rmsnorm, layernorm, softmax, gelu], ids=lambda f: f.__name__)
 @pytest.mark.parametrize("emitter", EMITTERS)
 def test_one_compile_serves_every_batch(emitter: str, fn) -> None:
-    if emitter == "gluon" and not hopper():
-        pytest.skip("Gluon needs Hopper or newer")
+    skip_unless_runs(emitter)
     w = torch.randn(N, device="cuda", dtype=bf16)
     with tilec.config.patch(emitter=emitter):
         compiled = torch.compile(fn, dynamic=False, fullgraph=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F  # noqa: N812
-from gpu_support import hopper
+from gpu_support import skip_unless_runs
 
 import tilec
 from tilec.inductor.check import check_function
@@ -79,8 +79,7 @@ def cases() -> dict[str, tuple]:
 )
 @pytest.mark.parametrize("emitter", EMITTERS)
 def test_gathers_equal_eager_with_every_kernel_taken(emitter: str, name: str) -> None:
-    if emitter == "gluon" and not hopper():
-        pytest.skip("Gluon needs Hopper or newer")
+    skip_unless_runs(emitter)
     fn, inputs = cases()[name]
     with tilec.config.patch(emitter=emitter):
         result = check_function(fn, inputs, name=name)
@@ -106,8 +105,7 @@ with tilec.config.patch(decline=False, emitter=sys.argv[1]):
 @pytest.mark.parametrize("emitter", EMITTERS)
 def test_an_index_out_of_range_stops_the_kernel(emitter: str) -> None:
     """A device-side assert leaves the CUDA context unusable: the run is a process of its own."""
-    if emitter == "gluon" and not hopper():
-        pytest.skip("Gluon needs Hopper or newer")
+    skip_unless_runs(emitter)
     r = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(OUT_OF_RANGE), emitter],
         cwd=ROOT,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from gpu_support import hopper
+from gpu_support import hopper, skip_unless_runs
 from torch import nn
 
 import tilec
@@ -241,8 +241,7 @@ def test_reduce_overhead_replays_tilec_kernels(emitter: str) -> None:
     """mode="reduce-overhead": Inductor's CUDA-graph trees capture tilec's launch (TMA descriptors
     included, encoded for the graph's static buffers) and replay it; every call equals eager, new
     input values included, and the kernel is tilec's."""
-    if emitter == "gluon" and not hopper():
-        pytest.skip("Gluon with TMA needs Hopper or newer")
+    skip_unless_runs(emitter)
     torch._dynamo.reset()
     tilec.reset_report()
     with tilec.config.patch(emitter=emitter, decline=False):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from gpu_support import hopper
+from gpu_support import skip_unless_runs
 from input_cases import DTYPES, FUNCTIONS, LAYOUTS, VECTORS, check_compiled, make_inputs
 
 import tilec
@@ -42,8 +42,7 @@ def check(
     emitter: str, name: str, layout: str, m: int, n: int, dtype: torch.dtype, specials: bool = False
 ) -> list[TilecKernel]:
     """check_compiled on CUDA with `emitter`; returns the kernels tilec ran."""
-    if emitter == "gluon" and not hopper():
-        pytest.skip("Gluon needs Hopper or newer")
+    skip_unless_runs(emitter)
     inputs, storages = make_inputs(name, layout, m, n, dtype, "cuda", seed=0, specials=specials)
     torch._dynamo.reset()
     with tilec.config.patch(emitter=emitter, strict=True):
@@ -117,8 +116,7 @@ ROWS_PER_CHECK = 32768
 @pytest.mark.parametrize("name", ["rmsnorm", "softmax"])
 @pytest.mark.parametrize("emitter", EMITTERS)
 def test_past_2_31_elements(emitter: str, name: str) -> None:
-    if emitter == "gluon" and not hopper():
-        pytest.skip("Gluon needs Hopper or newer")
+    skip_unless_runs(emitter)
     m, n, dtype = LARGE_M, LARGE_N, torch.bfloat16
     assert m * n > 2**31
     tensor_bytes = m * n * dtype.itemsize

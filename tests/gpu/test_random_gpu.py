@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F  # noqa: N812
-from gpu_support import hopper
+from gpu_support import skip_unless_runs
 
 import tilec
 from tilec.testing import assert_close
@@ -87,8 +87,7 @@ def run_compiled(fn, inputs: list, seed: int, enabled: bool, emitter: str = "aut
 )
 @pytest.mark.parametrize("emitter", EMITTERS)
 def test_same_seed_same_numbers_as_stock(emitter: str, name: str) -> None:
-    if emitter == "gluon" and not hopper():
-        pytest.skip("Gluon needs Hopper or newer")
+    skip_unless_runs(emitter)
     fn, inputs = cases()[name]
     for seed in (0, 1234):
         want, _ = run_compiled(fn, inputs, seed, enabled=False)
@@ -121,8 +120,7 @@ class Block(torch.nn.Module):
 
 @pytest.mark.parametrize("emitter", EMITTERS)
 def test_training_step_draws_stocks_masks(emitter: str) -> None:
-    if emitter == "gluon" and not hopper():
-        pytest.skip("Gluon needs Hopper or newer")
+    skip_unless_runs(emitter)
     torch.manual_seed(0)
     block = Block(1024).cuda().to(bf16)
     x = torch.randn(8, 512, 1024, device="cuda", dtype=bf16, requires_grad=True)

@@ -165,17 +165,14 @@ def _tilec_bf16(x):
     return tl.where(x != x, x, rounded.to(tl.float32, bitcast=True)).to(tl.bfloat16)
 """,
     "rand4": """@triton.jit
-def _tilec_rand4(seed, offset):
-    # output offset % 4 of Philox at counter offset // 4: the stream of Inductor's rand4x
-    r0, r1, r2, r3 = tl.rand4x(seed, offset // 4)
+def _tilec_rand4(seed, offset, normal: tl.constexpr):
+    # output offset % 4 of Philox at counter offset // 4: the stream of Inductor's rand4x, randn4x
+    if normal:
+        r0, r1, r2, r3 = tl.randn4x(seed, offset // 4)
+    else:
+        r0, r1, r2, r3 = tl.rand4x(seed, offset // 4)
     lane = offset % 4
     return tl.where(lane == 0, r0, tl.where(lane == 1, r1, tl.where(lane == 2, r2, r3)))
-""",
-    "randn4": """@triton.jit
-def _tilec_randn4(seed, offset):
-    n0, n1, n2, n3 = tl.randn4x(seed, offset // 4)
-    lane = offset % 4
-    return tl.where(lane == 0, n0, tl.where(lane == 1, n1, tl.where(lane == 2, n2, n3)))
 """,
     "welford": """@triton.jit
 def _tilec_welford(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
@@ -567,12 +564,12 @@ def _rand(e: PythonEmitter, o: Operation, d: int) -> None:
     # Triton's own generators, which Gluon kernels may call too: the functions stock Inductor calls
     assert isinstance(o, RandOp)
     normal = o.attr("dist") == "normal"
+    seed, offset = e.n(o.seed), e.n(o.offset)
     if o.attr("lanes") == 1:
-        fn = "tl.randn" if normal else "tl.rand"
+        e.assign(o, f"{'tl.randn' if normal else 'tl.rand'}({seed}, {offset})", d)
     else:
-        e.helpers.add("randn4" if normal else "rand4")
-        fn = "_tilec_randn4" if normal else "_tilec_rand4"
-    e.assign(o, f"{fn}({e.n(o.seed)}, {e.n(o.offset)})", d)
+        e.helpers.add("rand4")
+        e.assign(o, f"_tilec_rand4({seed}, {offset}, {normal})", d)
 
 
 @op("tile.store")

@@ -85,10 +85,7 @@ def symbolic_size(e: Any) -> sympy.Expr:
 
 
 def static_int(e: Any) -> int:
-    try:
-        e = sympy.sympify(e)
-    except (sympy.SympifyError, TypeError):
-        raise UnsupportedError(DYNAMIC_SHAPE) from None
+    e = symbolic_size(e)
     if not isinstance(e, sympy.Integer):
         raise UnsupportedError(DYNAMIC_SHAPE)
     return int(e)
@@ -244,10 +241,10 @@ class KernelBuilder:
         prefix = "x" if entry.prefix == "x" else "r" if entry.prefix.startswith("r") else None
         if prefix is None:
             return None
-        divisor, length, whole = (sympy.sympify(e) for e in (entry.divisor, entry.length, entry.root.numel))
+        divisor, length = sympy.sympify(entry.divisor), sympy.sympify(entry.length)
         if not divisor.is_Integer:
             raise UnsupportedError(DYNAMIC_SHAPE)
-        if sympy.simplify(divisor * length - whole) == 0:  # runs over the whole root: no remainder
+        if _spans_root(entry):  # no remainder
             return self.lb.index_var(entry.name, prefix, int(divisor), None)
         if not length.is_Integer:
             raise UnsupportedError(DYNAMIC_SHAPE)
@@ -256,11 +253,7 @@ class KernelBuilder:
     def _is_root(self, sym: str, prefix: str) -> bool:
         for s, entry in self.ikernel.range_tree_nodes.items():
             if str(s) == sym:
-                return (
-                    entry.prefix.startswith(prefix)
-                    and sympy.sympify(entry.divisor) == 1
-                    and sympy.simplify(sympy.sympify(entry.length) - entry.root.numel) == 0
-                )
+                return entry.prefix.startswith(prefix) and sympy.sympify(entry.divisor) == 1 and _spans_root(entry)
         return False
 
     def _note_access(self, param: str, kind: str, index: sympy.Expr) -> None:
@@ -383,8 +376,8 @@ class KernelBuilder:
         return {k: v for k, v in tiling.items() if not k.startswith("r")}
 
     def _linear_offset(self, offset: TV) -> bool:
-        """Whether `offset` is the kernel's x index plus a multiple of 4 (rand4x's lanes then
-        follow the offsets, whatever its block size)."""
+        """Whether `offset` is the kernel's x index plus a multiple of 4 in a kernel of at least 4
+        elements (rand4x's lanes then follow the offsets, whatever its block size)."""
         expr = self.index_exprs.get(id(offset.value))
         if expr is None:
             return False
@@ -392,7 +385,8 @@ class KernelBuilder:
         if len(root) != 1:
             return False
         rest = sympy.expand(expr - root[0])
-        return bool(rest.is_Integer and int(rest) % 4 == 0 and static_int(self.features.numel) >= 4)
+        numel = self.lb.numel  # a block of fewer than 4 (a symbolic size may be one) draws tl.rand's stream
+        return bool(rest.is_Integer and int(rest) % 4 == 0 and numel is not None and numel >= 4)
 
     def note_reduction(self, rtype: str) -> None:
         self.reductions[rtype] = None
@@ -580,6 +574,11 @@ class KernelBuilder:
             shape, strides, offset = _layout(buffer)
             args.append(KernelArg(p.name_hint, buffer, access, p.type.pointee.name, shape, strides, offset))
         return args
+
+
+def _spans_root(entry: Any) -> bool:
+    """Whether a range-tree variable runs over its whole root (divisor x length = the root's size)."""
+    return bool(sympy.simplify(sympy.sympify(entry.divisor) * entry.length - entry.root.numel) == 0)
 
 
 def _asserts_enabled(check: bool) -> bool:

@@ -23,8 +23,8 @@ RANDOM_ALIGNED_WITH_EAGER = (
     "random numbers aligned with eager PyTorch (Inductor's align_random_eager) are not supported"
 )
 RANDOM_BLOCK_DEPENDENT = (
-    "random numbers at offsets other than a 1-D kernel's linear index: stock Inductor's four-lane "
-    "stream (rand4x) then depends on its block size"
+    "random numbers where stock Inductor's four-lane stream (rand4x) depends on its block size: "
+    "offsets other than a 1-D kernel's linear index, or a kernel that may have fewer than 4 elements"
 )
 NON_AFFINE_INDEX = "index is not affine in the kernel's index variables"
 NESTED_REDUCTION_USE = "a reduction result is used inside its own reduction loop"

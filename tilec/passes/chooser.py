@@ -104,7 +104,6 @@ class Rule:
     plan: str = ""  # options for the plan pass of the action's pipeline (tilec.passes.pipelines.with_plan)
     elem_bytes: int = 2  # the element size measured (bf16/fp16 unless it says otherwise)
     row_inputs: int = 1  # the whole-row inputs of the kernels measured
-    random: bool = False  # whether the kernels measured drew random numbers
 
     @property
     def evidence(self) -> str:
@@ -116,7 +115,7 @@ class Rule:
             self.family == sig.family
             and self.elem_bytes == sig.elem_bytes
             and self.row_inputs == sig.row_inputs
-            and self.random == sig.random
+            and not sig.random  # no rule was measured with Philox's arithmetic in the kernel
             and self.lo <= sig.row_bytes < self.hi
         )
 

@@ -191,19 +191,7 @@ class TilecKernel:
             compiled = variant.compiled.get(key)
             if compiled is not None:
                 _run_compiled(compiled, grid, _current_stream(index) if stream is None else stream, kernel_args)
-                role = "primary" if variant is self.primary else "fallback"
-                self._bound = _Bound.make(
-                    role,
-                    compiled,
-                    grid,
-                    kernel_args,
-                    args,
-                    index,
-                    self.tma,
-                    variant,
-                    kwargs["num_sms"],
-                    _sizes(prepare, variant, args, kwargs),
-                )
+                self._bind(variant, compiled, grid, kernel_args, args, index, prepare, kwargs)
                 return
         if stream is None or stream == _current_stream(_current_device()):
             compiled = module.launch(*variant.args(args), **kwargs)
@@ -215,19 +203,25 @@ class TilecKernel:
         if prepare is not None and _is_compiled(compiled):
             variant.compiled[key] = compiled
         if prepare is not None and compiled is not None:
-            role = "primary" if variant is self.primary else "fallback"
-            self._bound = _Bound.make(
-                role,
-                compiled,
-                grid,
-                kernel_args,
-                args,
-                index,
-                self.tma,
-                variant,
-                kwargs["num_sms"],
-                _sizes(prepare, variant, args, kwargs),
-            )
+            self._bind(variant, compiled, grid, kernel_args, args, index, prepare, kwargs)
+
+    def _bind(
+        self,
+        variant: Variant,
+        compiled: Any,
+        grid: tuple[int, ...],
+        kernel_args: tuple[Any, ...],
+        args: tuple[Any, ...],
+        index: int,
+        prepare: Any,
+        kwargs: dict[str, Any],
+    ) -> None:
+        """Binds the next launches of `variant` to the compiled kernel (`_Bound`)."""
+        role = "primary" if variant is self.primary else "fallback"
+        sizes = _sizes(prepare, variant, args, kwargs)
+        self._bound = _Bound.make(
+            role, compiled, grid, kernel_args, args, index, self.tma, variant, kwargs["num_sms"], sizes
+        )
 
     def _sms(self) -> int:
         if self.device == "cpu":
