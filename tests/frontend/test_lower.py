@@ -260,10 +260,13 @@ def test_symbolic_rows_are_a_size_parameter() -> None:
     assert "tile.cmp %xindex, %xnumel" in text
 
 
-def test_a_symbolic_reduction_length_is_declined() -> None:
-    # the reduced dimension is a leading one, so symbolic: the reduction's length is
+def test_a_symbolic_reduction_length_is_a_size_parameter() -> None:
+    # the reduced dimension is a leading one, so symbolic: the reduction's length is the
+    # parameter `rnumel`, and the row stride 32*s (a size expression) the parameter `ks0`
     (k,) = capture(lambda x: x.sum(1), [torch.randn(4, 64, 32)], dynamic=True)
-    assert k.result == Unsupported(reasons.DYNAMIC_SHAPE)
+    assert isinstance(k.result, Lowered), k.summary()
+    assert k.result.rnumel is None and list(k.result.sizes) == ["ks0", "rnumel", "xnumel"]
+    assert str(k.result.sizes["rnumel"]) == k.rnumel
 
 
 def test_split_online_softmax_partials() -> None:

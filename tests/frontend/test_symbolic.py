@@ -1,7 +1,11 @@
 """Symbolic sizes: a kernel whose rows are symbolic (Dynamo's dynamic leading dimensions, the row
 length static) is lowered once with its x size as the scalar parameter `xnumel`; the one kernel
 computes every size in tilec's interpreter, after both default pipelines and as emitted Triton in
-Triton's interpreter, and through the CPU hook one compiled kernel serves several batch sizes."""
+Triton's interpreter, and through the CPU hook one compiled kernel serves several batch sizes.
+
+So do kernels with other symbolic sizes: a reduction over a symbolic dimension (`rnumel`),
+index coefficients and divisors that are sizes (rotary embeddings over a symbolic sequence),
+the bounds of a gathered index into a symbolic table (`ks0`, `ks1`, ...)."""
 
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from tilec.runtime import load_source
 from tilec.testing import assert_close
 
 N = 384
+PIPELINES = ("triton-default", "gluon-default")
 
 
 def rmsnorm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -118,3 +123,218 @@ def test_the_cpu_hook_compiles_once_for_every_batch_size() -> None:
     records = tilec.report()
     torch._dynamo.reset()
     assert len(records) == 1 and records[0].taken, [(r.kernel, r.reason) for r in records]
+
+
+# -- other symbolic sizes: one kernel per function, traced at sizes `BASE` (distinct values, so
+# each size symbol is known by its value), run at other sizes
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    h = x.shape[-1] // 2
+    return torch.cat((-x.narrow(-1, h, h), x.narrow(-1, 0, h)), dim=-1)
+
+
+def rope(q: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    return q * cos + rotate_half(q) * sin
+
+
+def column_sum(x: torch.Tensor) -> torch.Tensor:
+    return x.float().sum(0)
+
+
+def middle_sum(x: torch.Tensor) -> torch.Tensor:
+    return x.float().sum(1)
+
+
+def take_rows(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    return torch.ops.aten.index.Tensor(x, [idx]) * 2  # negative indices count from the end
+
+
+def embedding_rmsnorm(ids: torch.Tensor, table: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return rmsnorm(F.embedding(ids, table), w)
+
+
+def _bf16(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape).to(torch.bfloat16)
+
+
+# name: (function, inputs for dimensions (a, b, c), the size parameters the kernel takes)
+SIZED = {
+    "rope": (
+        rope,
+        lambda a, b, c: [_bf16(a, b, c, 64), _bf16(a, 1, c, 64), _bf16(a, 1, c, 64)],
+        ["ks0", "ks1", "xnumel"],
+    ),
+    "column-sum": (column_sum, lambda a, b, c: [_bf16(a, 96)], ["rnumel"]),
+    "middle-sum": (middle_sum, lambda a, b, c: [_bf16(a, b, 40)], ["ks0", "rnumel", "xnumel"]),
+    "negative-index": (
+        take_rows,
+        lambda a, b, c: [torch.randn(a, 33), torch.randint(-a, a, (b, 3))],
+        ["ks0", "xnumel"],
+    ),
+    "embedding-rmsnorm": (
+        embedding_rmsnorm,
+        lambda a, b, c: [torch.randint(0, a, (b, c, 3)), _bf16(a, 64), _bf16(64)],
+        ["ks0", "xnumel"],
+    ),
+}
+BASE = (5, 7, 11)
+
+
+@functools.cache
+def _sized(name: str) -> tuple[Lowered, dict[str, int], dict[str, Kernel]]:
+    fn, make, _ = SIZED[name]
+    torch.manual_seed(0)
+    (k,) = capture(fn, make(*BASE), dynamic=True)
+    assert isinstance(k.result, Lowered), k.summary()
+    text = print_kernel(k.result.kernel)
+    kernels = {"logical": parse(text).kernels[0]}
+    for pipeline in PIPELINES:
+        module = parse(text)
+        run_pipeline(module, pipeline)
+        kernels[pipeline] = module.kernels[0]
+    return k.result, k.symbols, kernels
+
+
+def _size_values(lowered: Lowered, symbols: dict[str, int], dims: tuple[int, ...]) -> list[int]:
+    """The kernel's size arguments for inputs of dimensions `dims` (each symbol traced at a
+    dimension of `BASE` takes the matching one of `dims`)."""
+    import sympy
+
+    values = {sympy.Symbol(s, integer=True, positive=True): dims[BASE.index(v)] for s, v in symbols.items()}
+    return [int(sympy.sympify(e).xreplace(values)) for e in lowered.sizes.values()]
+
+
+def _run_sized(kernel: Kernel, lowered: Lowered, inputs: list[torch.Tensor], sizes: list[int], like: torch.Tensor):
+    """The kernel on `inputs` (its read buffers, the graph's inputs in order) and its size
+    arguments; returns what it wrote, shaped like `like`."""
+    from tilec.interp.dtypes import TORCH_DTYPES
+
+    reads = sorted((a.buffer for a in lowered.args if not a.is_written), key=lambda b: int(b[3:].split("_")[0]))
+    by_buffer = dict(zip(reads, inputs))
+    (written,) = [a for a in lowered.args if a.is_written]
+    out = torch.empty(like.shape, dtype=TORCH_DTYPES[written.dtype])
+    args = [out if a is written else by_buffer[a.buffer] for a in lowered.args]
+    blocks = {"XBLOCK": 4, "RBLOCK": 16} if "RBLOCK" in kernel.constexprs else {"XBLOCK": 64}
+    interp.run(kernel, *args, *sizes, **{k: v for k, v in blocks.items() if kernel.constexprs.get(k) is None})
+    return out
+
+
+def test_sized_kernels_take_their_sizes_as_parameters() -> None:
+    for name, (_, _, params) in SIZED.items():
+        lowered, symbols, kernels = _sized(name)
+        assert list(lowered.sizes) == params, (name, lowered.sizes)
+        assert sorted(symbols.values()) == sorted(set(symbols.values())), name  # one symbol per dimension
+        logical = kernels["logical"]
+        assert [p.name_hint for p in logical.params[-len(params) :]] == params, name
+
+
+def test_rope_reads_the_tables_at_symbolic_strides() -> None:
+    lowered, _, kernels = _sized("rope")
+    text = print_kernel(kernels["logical"])
+    # the position of an element in cos/sin: (x // (64*b*c)) * (64*c) + x % (64*c)
+    assert "tile.div %xindex, %ks0" in text and "tile.rem %xindex, %ks1" in text, text
+    assert {n: str(e) for n, e in lowered.sizes.items()}["ks1"].startswith("64*")
+
+
+def test_a_symbolic_reduction_length_is_the_loop_bound() -> None:
+    lowered, _, kernels = _sized("column-sum")
+    assert lowered.rnumel is None and lowered.numel == 96 and lowered.is_reduction
+    text = print_kernel(kernels["logical"])
+    assert "to %rnumel step %rblock" in text and "tile.cmp %rindex, %rnumel" in text, text
+
+
+@pytest.mark.parametrize("name", list(SIZED))
+@settings(max_examples=examples(4), deadline=None)
+@given(dims=st.tuples(st.integers(1, 40), st.integers(1, 40), st.integers(1, 24)))
+@example(dims=BASE)
+@example(dims=(1, 1, 1))
+@example(dims=(40, 3, 24))
+def test_one_sized_kernel_computes_every_size(name: str, dims: tuple[int, int, int]) -> None:
+    fn, make, _ = SIZED[name]
+    lowered, symbols, kernels = _sized(name)
+    torch.manual_seed(sum(dims))
+    inputs = make(*dims)
+    want = fn(*(x.float() if x.is_floating_point() else x for x in inputs))
+    sizes = _size_values(lowered, symbols, dims)
+    for pipeline, kernel in kernels.items():
+        got = _run_sized(kernel, lowered, inputs, sizes, want)
+        dtype = inputs[0].dtype if inputs[0].is_floating_point() else inputs[1].dtype
+        assert_close(got.float(), want.float(), dtype, what=f"{name} {pipeline} {dims}")
+
+
+@pytest.mark.parametrize("name", list(SIZED))
+def test_the_cpu_hook_compiles_a_sized_kernel_once(name: str) -> None:
+    """Through the CPU hook (Inductor's wrapper passes the size arguments, Triton's interpreter
+    runs the kernel; a loop bounded by an argument included), one compile serves three sizes."""
+    from tilec.runtime import interpreter_active
+
+    if not interpreter_active():
+        pytest.skip("the CPU hook runs Triton's interpreter")
+    fn, make, _ = SIZED[name]
+    torch._dynamo.reset()
+    tilec.reset_report()
+    with tilec.installed(cpu=True), tilec.config.patch(decline=False):
+        compiled = torch.compile(fn, dynamic=False, fullgraph=True)
+        for dims in (BASE, (9, 3, 6), (13, 2, 17)):
+            torch.manual_seed(sum(dims))
+            inputs = [x.float() if x.is_floating_point() else x for x in make(*dims)]
+            for x in inputs:
+                for d in range(x.dim() - 1):
+                    torch._dynamo.mark_dynamic(x, d)
+            assert_close(compiled(*inputs), fn(*inputs), torch.float32, what=f"{name} {dims}")
+    records = tilec.report()
+    torch._dynamo.reset()
+    assert records and all(r.taken for r in records), [(r.kernel, r.reason) for r in records]
+    assert len({r.kernel for r in records}) == len(records)  # compiled once
+
+
+def weight_grad(x: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    """RMSNorm's weight gradient: a sum over every token of dy * x-hat (Inductor splits it)."""
+    xf = x.float()
+    xhat = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return (dy.float() * xhat).sum((0, 1))
+
+
+def _run_traced_chain(fn, inputs: list[torch.Tensor]) -> tuple[torch.Tensor, list[Lowered]]:
+    """Every kernel of `fn` traced with symbolic leading dimensions, run in order in tilec's
+    interpreter at the traced sizes (the size arguments evaluated for them); returns the last
+    buffer written and the kernels."""
+    import sympy
+
+    from tilec.interp.dtypes import TORCH_DTYPES
+
+    buffers: dict[str, torch.Tensor] = {}
+    tensors = iter(inputs)
+    last, kernels = "", []
+    for k in capture(fn, inputs, dynamic=True, strict=True):
+        lowered = k.result
+        assert isinstance(lowered, Lowered), k.summary()
+        kernels.append(lowered)
+        args = []
+        for a in sorted(lowered.args, key=lambda a: a.buffer):  # the graph's inputs in order
+            if a.buffer.startswith("arg") and a.buffer not in buffers:
+                buffers[a.buffer] = next(tensors)
+        for a in lowered.args:
+            if a.buffer not in buffers:
+                shape, strides, offset = k.layouts[a.buffer]
+                base = torch.zeros(offset + sum((n - 1) * st for n, st in zip(shape, strides)) + 1)
+                buffers[a.buffer] = base.to(TORCH_DTYPES[a.dtype]).as_strided(shape, strides, offset)
+            args.append(buffers[a.buffer])
+            last = a.buffer if a.is_written else last
+        values = {sympy.Symbol(n, integer=True, positive=True): v for n, v in k.symbols.items()}
+        sizes = [int(sympy.sympify(e).xreplace(values)) for e in lowered.sizes.values()]
+        blocks = {"XBLOCK": 8, "RBLOCK": 64} if "RBLOCK" in lowered.kernel.constexprs else {"XBLOCK": 256}
+        interp.run(parse(print_kernel(lowered.kernel)).kernels[0], *args, *sizes, **blocks)
+    return buffers[last], kernels
+
+
+def test_a_split_sum_over_symbolic_tokens() -> None:
+    """The weight gradient's sum over tokens: Inductor splits it into partial sums over
+    cdiv(tokens, splits) rows (a symbolic reduction length, the tail masked by the symbolic token
+    count) and a sum of the partials; every kernel is taken and the chain equals eager."""
+    torch.manual_seed(0)
+    x, dy = _bf16(3, 203, N), _bf16(3, 203, N)
+    got, kernels = _run_traced_chain(weight_grad, [x, dy])
+    assert any(k.rnumel is None for k in kernels), [k.sizes for k in kernels]
+    assert_close(got.float(), weight_grad(x.float(), dy.float()), torch.bfloat16)

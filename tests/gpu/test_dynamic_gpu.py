@@ -1,7 +1,9 @@
 """On the GPU: one kernel serving several sizes. With the rows symbolic (Dynamo's dynamic leading
 dimensions, the row length static), each kernel tilec takes is compiled once and launched for
 every batch size with its size as an argument, through the launcher's bound path (the grid
-recomputed from the size), and equals eager each time."""
+recomputed from the size), and equals eager each time. So are kernels with other symbolic sizes:
+sums over a symbolic dimension (the weight gradient's sum over tokens), rotary embeddings over a
+symbolic sequence, gathers from a table of symbolic length."""
 
 from __future__ import annotations
 
@@ -58,3 +60,69 @@ def test_one_compile_serves_every_batch(emitter: str, fn) -> None:
     assert sum(kernel.launches.values()) == len(ROWS)
     bound = kernel._bound
     assert bound is not None and bound.size_args, "the bound launch path takes the size as an argument"
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    h = x.shape[-1] // 2
+    return torch.cat((-x.narrow(-1, h, h), x.narrow(-1, 0, h)), dim=-1)
+
+
+def rope(q: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    return q * cos + rotate_half(q) * sin
+
+
+def weight_grad(x: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    """RMSNorm's weight gradient: a sum over every token of dy * x-hat."""
+    xf = x.float()
+    xhat = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return (dy.float() * xhat).sum((0, 1))
+
+
+def middle_sum(x: torch.Tensor) -> torch.Tensor:
+    return x.float().sum(1)
+
+
+def embedding_rmsnorm(ids: torch.Tensor, table: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return rmsnorm(F.embedding(ids, table), w)
+
+
+def _cuda(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape, device="cuda", dtype=bf16)
+
+
+# name: (function, inputs for dimensions (a, b), tolerance dtype); a and b are symbolic
+SIZED = {
+    "rope": (rope, lambda a, b: [_cuda(a, 16, b, 128), _cuda(a, 1, b, 128), _cuda(a, 1, b, 128)], bf16),
+    "weight-grad": (weight_grad, lambda a, b: [_cuda(a, b, N), _cuda(a, b, N)], bf16),
+    "middle-sum": (middle_sum, lambda a, b: [_cuda(a, b, 96)], bf16),
+    "embedding-rmsnorm": (
+        embedding_rmsnorm,
+        lambda a, b: [torch.randint(0, 1000 + b, (a, b, 1), device="cuda"), _cuda(1000 + b, N), _cuda(N)],
+        bf16,
+    ),
+}
+DIMS = ((2, 1024), (3, 77), (4, 4096), (5, 300))  # no dimension of 1: Dynamo specializes those
+
+
+@pytest.mark.parametrize("name", list(SIZED))
+@pytest.mark.parametrize("emitter", EMITTERS)
+def test_one_compile_serves_every_symbolic_size(emitter: str, name: str) -> None:
+    skip_unless_runs(emitter)
+    fn, make, dtype = SIZED[name]
+    with tilec.config.patch(emitter=emitter):
+        compiled = torch.compile(fn, dynamic=False, fullgraph=True)
+        for dims in DIMS:
+            torch.manual_seed(sum(dims))
+            inputs = make(*dims)
+            for x in inputs:
+                for d in range(x.dim() - 1):
+                    torch._dynamo.mark_dynamic(x, d)
+            y = compiled(*inputs)
+            want = fn(*(x.float() if x.is_floating_point() else x for x in inputs))
+            assert_close(y.float(), want.float(), dtype, what=f"{name} {dims}")
+    torch.cuda.synchronize()
+    records = tilec.report()
+    assert records and all(r.taken for r in records), [(r.kernel, r.reason) for r in records]
+    assert len({r.kernel for r in records}) == len(records)  # compiled once
+    sized = [loaded_kernels(r.kernel)[-1] for r in records]
+    assert all(sum(k.launches.values()) == len(DIMS) for k in sized)

@@ -26,6 +26,8 @@ def test_candidates_are_the_emitters_tilec_may_use_and_stock_unless_decline_is_o
         emitter, plan = autotune.split(c)
         assert emitter in ("gluon", "triton") and (plan == "" or plan in autotune.PLAN_VARIANTS[emitter])
     assert autotune.split("gluon{xblock=1,num_warps=4}") == ("gluon", "xblock=1,num_warps=4")
+    # a pointwise kernel gets no plan variants (a one-element block is no variant of it)
+    assert candidates(hopper=True, forced=None, decline=True, reduction=False) == ["gluon", "triton", STOCK]
 
 
 def test_tilec_must_beat_stock_by_the_margin() -> None:
@@ -64,7 +66,7 @@ def _lowered(n: int = 1000, dtype: str = "bf16") -> SimpleNamespace:
         KernelArg("in_ptr1", "arg1_1", "read", dtype, (n,), (1,), 0),
         KernelArg("out_ptr0", "buf0", "write", dtype, (64, n), (n, 1), 0),
     ]
-    return SimpleNamespace(kernel=parse(text, "<test>").kernels[0], args=args)
+    return SimpleNamespace(kernel=parse(text, "<test>").kernels[0], args=args, sizes={})
 
 
 def test_the_key_follows_the_kernel_its_layouts_and_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -115,3 +117,6 @@ def test_random_args_have_the_kernels_layouts() -> None:
     lowered.args[0] = KernelArg("in_ptr0", "arg0_1", "read", "bf16", None, None, None)
     with pytest.raises(ValueError, match="not static"):
         autotune.random_args(lowered, torch.device("cpu"))
+    # a symbolic layout, at the sizes the kernel is timed for
+    x, *_ = autotune.random_args(lowered, torch.device("cpu"), {"arg0_1": ((6, 1000), (1024, 1), 3)})
+    assert (x.shape, x.stride(), x.storage_offset(), x.dtype) == ((6, 1000), (1024, 1), 3, torch.bfloat16)

@@ -98,6 +98,22 @@ def test_unmeasured_kernels_stay_stock(name: str) -> None:
     assert isinstance(choose(k, hopper=True, decline=False), Choice)
 
 
+def test_a_symbolic_row_length_is_unmeasured() -> None:
+    """A reduction of symbolic length (a sum over tokens) falls in no row-size bucket: no rule
+    covers it, whatever its family's rules say of short rows."""
+    import torch
+
+    from tilec.frontend.capture import capture
+
+    (k,) = capture(lambda x: x.float().sum(0), [torch.randn(64, 256, dtype=torch.bfloat16)], dynamic=True)
+    kernel = k.result.kernel  # type: ignore[union-attr]
+    sig = signature(kernel)
+    assert (sig.family, sig.n) == ("sum", None)
+    choice = choose(kernel, hopper=True)
+    assert isinstance(choice, Decline) and choice.reason.startswith(UNMEASURED), choice
+    assert "rows of symbolic length" in choice.reason
+
+
 def test_fp32_rows_stay_stock_where_stock_keeps_up() -> None:
     choice = choose(example("softmax", 16, 2048, "f32").kernel(), hopper=True)
     assert isinstance(choice, Decline) and "fp32" in choice.reason, choice

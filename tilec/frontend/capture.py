@@ -30,9 +30,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import sympy
 import torch
 
-from tilec.frontend.lower import lower
+from tilec.frontend.lower import lower, traced_layouts, traced_values
 from tilec.frontend.result import Lowered, Unsupported
 from tilec.ir.target import H100 as TARGET
 
@@ -76,6 +77,11 @@ class CapturedKernel:
     rnumel: str
     reductions: list[str] = field(default_factory=list)  # reduction types of the scheduled nodes
     source: str | None = None  # Inductor's own Triton source for it
+    # the value each size symbol of the kernel's sizes (`Lowered.sizes`) had for the traced inputs
+    symbols: dict[str, int] = field(default_factory=dict)
+    # each argument buffer's (shape, strides, offset) for the traced inputs (the kernel's
+    # `Lowered.args` leave out what is symbolic)
+    layouts: dict[str, tuple[tuple[int, ...], tuple[int, ...], int]] = field(default_factory=dict)
 
     @property
     def taken(self) -> bool:
@@ -353,6 +359,8 @@ def _scheduling_class() -> type:
                 numel=str(kernel_features.numel),
                 rnumel=str(kernel_features.reduction_numel),
                 reductions=_reduction_types(kernel_features),
+                symbols=_symbol_values(result),
+                layouts=_traced_layouts(result),
             )
             self.records.append(record)
             self._current: CapturedKernel | None = record
@@ -372,6 +380,18 @@ def _scheduling_class() -> type:
             return name
 
     return CaptureScheduling
+
+
+def _symbol_values(result: Lowered | Unsupported) -> dict[str, int]:
+    if not isinstance(result, Lowered):
+        return {}
+    symbols = {s for e in result.sizes.values() for s in sympy.sympify(e).free_symbols}
+    values = traced_values()
+    return {str(s): int(values[s]) for s in sorted(symbols, key=str)}
+
+
+def _traced_layouts(result: Lowered | Unsupported) -> dict[str, tuple[tuple[int, ...], tuple[int, ...], int]]:
+    return traced_layouts(result) if isinstance(result, Lowered) else {}
 
 
 def _reduction_types(features: Any) -> list[str]:

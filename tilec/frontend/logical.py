@@ -39,6 +39,7 @@ from tilec.ir.types import PointerType, TileType
 XBLOCK = Sym("XBLOCK")
 RBLOCK = Sym("RBLOCK")
 XNUMEL = "xnumel"  # the scalar parameter holding a symbolic x size
+RNUMEL = "rnumel"  # the scalar parameter holding a symbolic reduction length
 
 # Initial accumulators and the op combining two partial results, per reduction kind.
 _REDUCE = {
@@ -130,8 +131,9 @@ class Loop:
 
 
 class LogicalBuilder:
-    def __init__(self, name: str, numel: int | None, rnumel: int, reduction: bool, index_dtype: DType) -> None:
-        """`numel` None: the x size is symbolic, a scalar parameter `xnumel` the launch passes."""
+    def __init__(self, name: str, numel: int | None, rnumel: int | None, reduction: bool, index_dtype: DType) -> None:
+        """`numel` None: the x size is symbolic, a scalar parameter `xnumel` the launch passes;
+        `rnumel` None likewise (the parameter `rnumel`)."""
         constexprs: dict[str, int | None] = {"XBLOCK": None}
         if reduction:
             constexprs["RBLOCK"] = None
@@ -146,6 +148,7 @@ class LogicalBuilder:
         self.loop: Loop | None = None
         self.conditions: list[TV] = []  # masks of the enclosing `masked` sub-blocks
         self.params: dict[str, Value] = {}
+        self.size_params: dict[str, TV] = {}  # scalar size parameters, by name
         self.protected: set[int] = set()  # prologue values kept even when unused
         self._prologue()
 
@@ -212,6 +215,12 @@ class LogicalBuilder:
         self.top_cache[key] = tv
         return tv
 
+    def size_param(self, name: str) -> TV:
+        """The scalar kernel parameter `name` (index dtype) holding a size the launch passes."""
+        if name not in self.size_params:
+            self.size_params[name] = TV(self.kernel.add_param(name, self.index_dtype), "")
+        return self.size_params[name]
+
     def cast(self, t: TV, dtype: DType, hint: str = "cast") -> TV:
         if t.dtype == dtype:
             return t
@@ -259,22 +268,26 @@ class LogicalBuilder:
         self.xindex = TV(flat, "x")
         # the sizes get their own constants (not shared with equal coefficients): clearer loops
         if self.numel is None:
-            xnumel = TV(self.kernel.add_param(XNUMEL, idt), "")
+            xnumel = self.size_param(XNUMEL)
         else:
             xnumel = TV(top.op("tile.constant", type=idt, value=self.numel, name_hint="xnumel"), "")
         self.xmask = self.emit("tile.cmp", [self.xindex, xnumel], "x", i1, "xmask", predicate="lt")
         self.protected.update(id(op.result) for op in top.block.ops)
         if self.reduction:
-            self.rnumel_tv = TV(top.op("tile.constant", type=idt, value=self.rnumel, name_hint="rnumel"), "")
+            if self.rnumel is None:
+                self.rnumel_tv = self.size_param(RNUMEL)
+            else:
+                self.rnumel_tv = TV(top.op("tile.constant", type=idt, value=self.rnumel, name_hint="rnumel"), "")
             self.c0 = self.const(0, idt, "c0")
             self.rblock = self.const(RBLOCK, idt, "rblock")
             # one arange for every loop: rindex = roffset + arange(RBLOCK)
             self.rrange = TV(range_of(RBLOCK, "rrange"), "")
             self.protected.update(id(t.value) for t in (self.rnumel_tv, self.c0, self.rblock, self.rrange))
 
-    def index_var(self, name: str, prefix: str, divisor: int, length: int | None) -> TV:
-        """A range-tree variable: (root // divisor) % length of xindex or rindex; `length` None
-        where the variable runs over the whole root (no remainder)."""
+    def index_var(self, name: str, prefix: str, divisor: TV | None, length: TV | None) -> TV:
+        """A range-tree variable: (root // divisor) % length of xindex or rindex; `divisor` None
+        where it is 1, `length` None where the variable runs over the whole root (no remainder).
+        Both are scalars of the index dtype: constants, or size parameters."""
         if prefix == "x":
             root = self.xindex
         else:
@@ -286,10 +299,10 @@ class LogicalBuilder:
         if key in cache:
             return cache[key]
         v = root
-        if divisor != 1:
-            v = self.elementwise("tile.div", [v, self.const(divisor, self.index_dtype)], hint=name)
+        if divisor is not None:
+            v = self.elementwise("tile.div", [v, divisor], hint=name)
         if length is not None:
-            v = self.elementwise("tile.rem", [v, self.const(length, self.index_dtype)], hint=name)
+            v = self.elementwise("tile.rem", [v, length], hint=name)
         cache[key] = v
         return v
 

@@ -28,7 +28,7 @@ import sympy
 
 from tilec.frontend.handler import TileOpsHandler
 from tilec.frontend.indexing import IndexTranslator
-from tilec.frontend.logical import TV, XNUMEL, LogicalBuilder, PendingReduction
+from tilec.frontend.logical import RNUMEL, TV, XNUMEL, LogicalBuilder, PendingReduction
 from tilec.frontend.reasons import (
     CANNOT_SPLIT_RANGES,
     DYNAMIC_SHAPE,
@@ -146,9 +146,10 @@ class KernelBuilder:
         from torch._inductor.virtualized import V
 
         numel_expr = symbolic_size(self.features.numel)
+        rnumel_expr = symbolic_size(self.features.reduction_numel)
         numel = int(numel_expr) if numel_expr.is_Integer else None
-        rnumel = static_int(self.features.reduction_numel)
-        self.reduction = reduction = bool(self.features.is_reduction()) and rnumel > 1
+        rnumel = int(rnumel_expr) if rnumel_expr.is_Integer else None
+        self.reduction = reduction = bool(self.features.is_reduction()) and rnumel_expr != 1
         nodes = []
         for item in self.node_schedule:
             if item is DisableReduction or item is EnableReduction:
@@ -157,12 +158,18 @@ class KernelBuilder:
                 raise UnsupportedError(unsupported_node(type(item).__name__))
             nodes.append(item)
         self.nodes = nodes
-        self.index_dtype = self._index_dtype(numel * rnumel if numel is not None else None)
+        self.index_dtype = self._index_dtype(numel * rnumel if numel is not None and rnumel is not None else None)
         name = sanitize_name(self.name) if self.name else kernel_name_for(self.node_schedule, reduction)
+        # the symbolic sizes the kernel takes as parameters, by name: its sizes first
+        self.sizes: dict[str, sympy.Expr] = {}
+        if numel is None:
+            self.sizes[XNUMEL] = numel_expr
+        if rnumel is None and reduction:
+            self.sizes[RNUMEL] = rnumel_expr
         self.lb = LogicalBuilder(name, numel, rnumel, reduction, self.index_dtype)
-        self.ikernel = _helper_kernel(self.features, numel_expr, rnumel)
+        self.ikernel = _helper_kernel(self.features, numel_expr, rnumel_expr)
         self.kargs = self.ikernel.args
-        self.translate = IndexTranslator(self.lb, self._lookup)
+        self.translate = IndexTranslator(self.lb, self._lookup, self.size)
         with V.set_kernel_handler(self.ikernel):
             self._decide_inplace()
             self._replay(DisableReduction, EnableReduction)
@@ -172,7 +179,7 @@ class KernelBuilder:
             args=self._args(),
             numel=numel,
             rnumel=rnumel,
-            sizes={XNUMEL: numel_expr} if numel is None else {},
+            sizes=self._sizes(),
             reductions=list(self.reductions),
             index_dtype=self.index_dtype.name,
             removed_buffers=frozenset(self.ikernel.removed_buffers),
@@ -242,13 +249,30 @@ class KernelBuilder:
         if prefix is None:
             return None
         divisor, length = sympy.sympify(entry.divisor), sympy.sympify(entry.length)
-        if not divisor.is_Integer:
-            raise UnsupportedError(DYNAMIC_SHAPE)
-        if _spans_root(entry):  # no remainder
-            return self.lb.index_var(entry.name, prefix, int(divisor), None)
-        if not length.is_Integer:
-            raise UnsupportedError(DYNAMIC_SHAPE)
-        return self.lb.index_var(entry.name, prefix, int(divisor), int(length))
+        return self.lb.index_var(
+            entry.name,
+            prefix,
+            None if divisor == 1 else self.size(divisor),
+            None if _spans_root(entry) else self.size(length),
+        )
+
+    def size(self, expr: Any) -> TV:
+        """A scalar of the index dtype holding `expr`, an integer or an expression of the graph's
+        size symbols: a constant, or a size parameter the wrapper passes (one per expression)."""
+        e = symbolic_size(expr)
+        if e.is_Integer:
+            return self.lb.const(int(e), self.index_dtype)
+        e = _base_symbols(e)
+        name = next((n for n, v in self.sizes.items() if v == e), None)
+        if name is None:
+            name = f"ks{sum(n.startswith('ks') for n in self.sizes)}"
+            self.sizes[name] = e
+        return self.lb.size_param(name)
+
+    def _sizes(self) -> dict[str, sympy.Expr]:
+        """The size parameters the kernel kept, in parameter order."""
+        params = [p.name_hint for p in self.lb.kernel.params if not isinstance(p.type, PointerType)]
+        return {n: self.sizes[n] for n in params if n in self.sizes}
 
     def _is_root(self, sym: str, prefix: str) -> bool:
         for s, entry in self.ikernel.range_tree_nodes.items():
@@ -289,7 +313,7 @@ class KernelBuilder:
         from torch.utils._sympy.symbol import SymT
 
         lb = self.lb
-        n = static_int(size)
+        n = symbolic_size(size)
         key = (id(value.value), n, check, wrap_neg)
         if key in self.indirect_keys:  # the same loaded index, met again in a later loop's body
             return self.indirect_keys[key]
@@ -297,7 +321,7 @@ class KernelBuilder:
             negative = lb.elementwise(
                 "tile.cmp", [value, lb.const(0, value.dtype)], dtype=i1, hint="neg", predicate="lt"
             )
-            wrapped = lb.elementwise("tile.add", [value, lb.const(n, value.dtype)], hint="wrap")
+            wrapped = lb.elementwise("tile.add", [value, self._bound(n, value.dtype)], hint="wrap")
             value = lb.elementwise("tile.where", [negative, wrapped, value], hint="idx")
         sym = sympy_index_symbol_with_prefix(SymT.TMP, len(self.indirect_vars))
         if _asserts_enabled(check):
@@ -312,14 +336,17 @@ class KernelBuilder:
         if not (lower or upper) or not _asserts_enabled(True):
             return
         expr = self.simplify(expr)
-        self._assert_in_bounds(self.translate(expr, i64), static_int(size), str(expr), lower, upper)
+        self._assert_in_bounds(self.translate(expr, i64), symbolic_size(size), str(expr), lower, upper)
 
-    def _assert_in_bounds(self, index: TV, n: int, text: str, lower: bool = True, upper: bool = True) -> None:
+    def _bound(self, n: sympy.Expr, dtype: DType) -> TV:
+        """The size `n` in `dtype` (a loaded index's)."""
+        return self.lb.const(int(n), dtype) if n.is_Integer else self.lb.cast(self.size(n), dtype, hint="bound")
+
+    def _assert_in_bounds(self, index: TV, n: sympy.Expr, text: str, lower: bool = True, upper: bool = True) -> None:
         lb = self.lb
-        bounds = [("ge", 0, "lo")] * lower + [("lt", n, "hi")] * upper
+        bounds = [("ge", lb.const(0, index.dtype), "lo")] * lower + [("lt", self._bound(n, index.dtype), "hi")] * upper
         conds = [
-            lb.elementwise("tile.cmp", [index, lb.const(b, index.dtype)], dtype=i1, hint=hint, predicate=pred)
-            for pred, b, hint in bounds
+            lb.elementwise("tile.cmp", [index, b], dtype=i1, hint=hint, predicate=pred) for pred, b, hint in bounds
         ]
         ok = conds[0] if len(conds) == 1 else lb.elementwise("tile.and", conds, hint="inb")
         shown = " <= ".join(["0"] * lower + [text]) + (f" < {n}" if upper else "")
@@ -576,6 +603,50 @@ class KernelBuilder:
         return args
 
 
+def traced_values() -> dict[Any, Any]:
+    """The value every backed size symbol of the graph being compiled had when it was traced
+    (Dynamo's hints). Inside Inductor's compile only."""
+    from torch._inductor.virtualized import V
+
+    env = V.graph.sizevars.shape_env
+    return env.backed_var_to_val if hasattr(env, "backed_var_to_val") else env.var_to_val  # renamed in torch 2.13
+
+
+def _at_traced(e: Any, values: dict[Any, Any]) -> int:
+    return int(sympy.sympify(e).xreplace(values))
+
+
+def traced_sizes(lowered: Lowered) -> list[int]:
+    """The kernel's size arguments (`Lowered.sizes`) for the sizes the graph was traced with."""
+    values = traced_values()
+    return [_at_traced(e, values) for e in lowered.sizes.values()]
+
+
+def traced_layouts(lowered: Lowered) -> dict[str, tuple[tuple[int, ...], tuple[int, ...], int]]:
+    """Each argument buffer's (shape, strides, offset) for the sizes the graph was traced with."""
+    from torch._inductor.virtualized import V
+
+    values = traced_values()
+    out = {}
+    for a in lowered.args:
+        layout = V.graph.get_buffer(a.buffer).get_layout()
+        shape = tuple(_at_traced(n, values) for n in layout.size)
+        out[a.buffer] = (shape, tuple(_at_traced(n, values) for n in layout.stride), _at_traced(layout.offset, values))
+    return out
+
+
+def _base_symbols(e: sympy.Expr) -> sympy.Expr:
+    """`e` in the graph's own size symbols (Inductor's precomputed sizes replaced by what they
+    stand for), as the wrapper can evaluate it."""
+    from torch._inductor.virtualized import V
+
+    try:
+        inverse = V.graph.sizevars.inv_precomputed_replacements
+    except Exception:
+        return e
+    return sympy.sympify(e).xreplace(inverse) if inverse else e
+
+
 def _spans_root(entry: Any) -> bool:
     """Whether a range-tree variable runs over its whole root (divisor x length = the root's size)."""
     return bool(sympy.simplify(sympy.sympify(entry.divisor) * entry.length - entry.root.numel) == 0)
@@ -618,12 +689,12 @@ def _layout(buffer: str) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None
         return None, None, None
 
 
-def _helper_kernel(features: Any, numel: sympy.Expr, rnumel: int) -> Any:
+def _helper_kernel(features: Any, numel: sympy.Expr, rnumel: sympy.Expr) -> Any:
     """A TritonKernel over {x: numel, r0_: rnumel}, used only to map ranges and name arguments."""
     from torch._inductor import metrics
     from torch._inductor.codegen.triton import TritonKernel
 
-    tiling = {"x": numel, "r0_": sympy.Integer(rnumel)}
+    tiling = {"x": numel, "r0_": rnumel}
     count = metrics.generated_kernel_count
     try:
         try:

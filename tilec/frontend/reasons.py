@@ -7,8 +7,7 @@ functions build the parametrized ones; their fixed prefix is stable too.
 from __future__ import annotations
 
 DYNAMIC_SHAPE = (
-    "symbolic sizes other than the kernel's x size (a reduction's length, a stride or index "
-    "coefficient) are not supported"
+    "sizes that are not expressions of the graph's size symbols (data-dependent or float symbols) are not supported"
 )
 INDIRECT_INDEXING = "indirect indexing (gather, scatter, embedding) is not supported"
 ATOMIC_STORE = "atomic stores are not supported"

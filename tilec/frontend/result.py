@@ -57,7 +57,7 @@ class Lowered:
     kernel: Kernel
     args: list[KernelArg]  # in parameter order
     numel: int | None  # xnumel; None where symbolic (the kernel's scalar parameter `xnumel`)
-    rnumel: int  # reduction numel (1 for pointwise kernels)
+    rnumel: int | None  # reduction numel (1 for pointwise kernels); None where symbolic (`rnumel`)
     reductions: list[str]  # reduction types, once each, in order ("sum", "welford_reduce", ...)
     index_dtype: str  # "i32" or "i64"
     removed_buffers: frozenset[str] = frozenset()  # stores dropped: every user is in this kernel
@@ -69,9 +69,11 @@ class Lowered:
     # `inplace_update_buffers` are what `mark_run` needs); None outside Inductor.
     inductor_kernel: Any = None
     # the kernel's scalar parameters (after the pointers) and the size each holds, a sympy
-    # expression of the graph's size symbols: {"xnumel": 1024*s77} for a symbolic x size
+    # expression of the graph's size symbols, in parameter order: {"xnumel": 1024*s77} for a
+    # symbolic x size, "rnumel" for a symbolic reduction length, "ks0", "ks1", ... for the
+    # symbolic coefficients, divisors and bounds of its indices
     sizes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def is_reduction(self) -> bool:
-        return self.rnumel > 1 or bool(self.reductions)
+        return self.rnumel is None or self.rnumel > 1 or bool(self.reductions)

@@ -8,7 +8,8 @@
 The candidates are what tilec could run for the kernel — each emitter it may use (Gluon on
 sm_90+, Triton), with its heuristic plan and with the plan variants in `PLAN_VARIANTS` — and stock
 Inductor's own kernel for the same nodes, unless `tilec.config.decline`
-is off. Each is timed on random inputs of the kernel's static shapes, strides and dtypes with
+is off. Each is timed on random inputs of the kernel's static shapes, strides and dtypes (a
+kernel with symbolic sizes: the sizes the graph was traced with, Dynamo's hints) with
 `tilec.runtime.timing.device_ms` (cold L2, the host kept out): tilec's candidates through the
 launcher the wrapper would call, stock's through Inductor's benchmark module for the nodes
 (`generate_kernel_code_from_nodes(..., benchmark_kernel=True)`, the module Inductor's own fusion
@@ -53,6 +54,7 @@ __all__ = [
     "pick",
     "random_args",
     "split",
+    "traced",
     "tune",
     "wanted",
 ]
@@ -87,16 +89,18 @@ def wanted(device: Any) -> bool:
     return bool(cfg.autotune or ic.max_autotune)
 
 
-# plan variants timed beside each emitter's heuristic plan (options of its plan pass): one row per
-# program with 4 warps measured best for Gluon on rows of 4-8 KiB (tilec.passes.chooser's rules)
+# plan variants timed beside each emitter's heuristic plan (options of its plan pass) for reduction
+# kernels: one row per program with 4 warps measured best for Gluon on rows of 4-8 KiB
+# (tilec.passes.chooser's rules). A pointwise kernel has none: XBLOCK is its whole block there.
 PLAN_VARIANTS = {"gluon": ["xblock=1,num_warps=4"], "triton": []}
 
 
-def candidates(hopper: bool, forced: str | None, decline: bool) -> list[str]:
-    """The candidates for a kernel: each emitter tilec may use here with its heuristic plan and its
-    plan variants ("gluon{xblock=1,num_warps=4}"), and stock unless decline is off."""
+def candidates(hopper: bool, forced: str | None, decline: bool, reduction: bool = True) -> list[str]:
+    """The candidates for a kernel: each emitter tilec may use here with its heuristic plan and, for
+    a reduction, its plan variants ("gluon{xblock=1,num_warps=4}"), and stock unless decline is off."""
     emitters = [forced] if forced else (["gluon", "triton"] if hopper else ["triton"])
-    out = [c for e in emitters for c in [e, *(f"{e}{{{v}}}" for v in PLAN_VARIANTS.get(e, []))]]
+    variants = PLAN_VARIANTS if reduction else {}
+    out = [c for e in emitters for c in [e, *(f"{e}{{{v}}}" for v in variants.get(e, []))]]
     return out + ([STOCK] if decline else [])
 
 
@@ -127,6 +131,7 @@ def key(lowered: Any, cands: list[str]) -> str:
     parts = [
         print_kernel(lowered.kernel),
         repr(layouts),
+        repr(traced(lowered)) if lowered.sizes else "",
         repr(cands),
         repr(sorted(cfg.pipelines.items())),
         _gpu(),
@@ -171,20 +176,21 @@ def _store(k: str, tuned: Tuned) -> None:
         log.debug("tilec: the autotuning cache is not writable: %s", e)
 
 
-def random_args(lowered: Any, device: Any) -> list[Any]:
+def random_args(lowered: Any, device: Any, layouts: dict[str, Any] | None = None) -> list[Any]:
     """A tensor per kernel argument with its static shape, strides, offset and dtype, random values
-    (floats normal, integers 1..63, booleans either)."""
+    (floats normal, integers 1..63, booleans either). `layouts` (buffer -> (shape, strides,
+    offset)) gives the layouts of a kernel with symbolic sizes, at the sizes it is timed for."""
     import torch
 
     from tilec.interp.dtypes import TORCH_DTYPES
 
     out = []
     for a in lowered.args:
-        if a.shape is None or a.strides is None:
+        shape, strides, offset = (layouts or {}).get(a.buffer, (a.shape, a.strides, a.offset or 0))
+        if shape is None or strides is None:
             raise ValueError(f"the layout of {a.buffer} is not static")
         dtype = TORCH_DTYPES[a.dtype]
-        offset = a.offset or 0
-        span = 0 if any(s == 0 for s in a.shape) else sum((s - 1) * st for s, st in zip(a.shape, a.strides)) + 1
+        span = 0 if any(s == 0 for s in shape) else sum((s - 1) * st for s, st in zip(shape, strides)) + 1
         base = torch.empty(offset + span, dtype=dtype, device=device)
         if dtype.is_floating_point:
             base.normal_()
@@ -192,8 +198,16 @@ def random_args(lowered: Any, device: Any) -> list[Any]:
             base.copy_(torch.rand(base.shape, device=device) < 0.5)
         else:
             base.random_(1, 64)
-        out.append(base.as_strided(a.shape, a.strides, offset))
+        out.append(base.as_strided(shape, strides, offset))
     return out
+
+
+def traced(lowered: Any) -> tuple[dict[str, Any], list[int]]:
+    """A kernel with symbolic sizes at the sizes its graph was traced with: its buffers' layouts
+    and its size arguments (inside Inductor's compile only)."""
+    from tilec.frontend.lower import traced_layouts, traced_sizes
+
+    return traced_layouts(lowered), traced_sizes(lowered)
 
 
 def _time_plan(plan: KernelBuild, args: list[Any]) -> float:
@@ -265,7 +279,8 @@ def _tune(
                 ms[c] = _time_stock(scheduling, features)
             else:
                 if args is None:
-                    args = random_args(lowered, device)
+                    layouts, sizes = traced(lowered) if lowered.sizes else ({}, [])
+                    args = [*random_args(lowered, device, layouts), *sizes]
                 ms[c] = _time_plan(plan_for(c), args)
         except Exception as e:  # a candidate that fails to build, compile or run is not chosen
             if cfg.strict and c != STOCK:

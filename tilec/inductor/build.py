@@ -83,7 +83,7 @@ def _tma_operands(kernel: Any, names: list[str]) -> list[tuple[int, tuple[int, .
     for p, attrs in zip(kernel.params, kernel.param_attrs):
         if not isinstance(p.type, TensorDescType):
             continue
-        strides = tuple(int(s) for s in attrs["strides"])  # static: tilec compiles static shapes
+        strides = tuple(int(s) for s in attrs["strides"])  # static: only kernels of static shapes get TMA operands
         out.append((names.index(attrs["source"]), strides, p.type.dtype.bytes))
     return out
 

@@ -117,10 +117,10 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | str:
             from tilec.passes.chooser import Decline, choose
 
             hopper, forced = emitter == "gluon", (cfg.emitter if cfg.emitter != "auto" else None)
-            cands = autotune.candidates(hopper, forced, cfg.decline)
+            cands = autotune.candidates(hopper, forced, cfg.decline, lowered.is_reduction)
             tuned = None
-            # the autotuner times the kernel's static shapes: a kernel with symbolic sizes gets the rules
-            if len(cands) > 1 and autotune.wanted(device) and not lowered.sizes:
+            # a kernel with symbolic sizes is timed at the sizes its graph was traced with
+            if len(cands) > 1 and autotune.wanted(device):
 
                 def plan_for(candidate: str) -> KernelBuild:
                     candidate_emitter, options = autotune.split(candidate)

@@ -75,10 +75,8 @@ class Signature:
         if self.family == "pointwise":
             return f"pointwise kernels{drawing}"
         inputs = "one row input" if self.row_inputs == 1 else f"{self.row_inputs} row inputs"
-        return (
-            f"{self.family} kernels{drawing} with {inputs} of {self.elem_bytes}-byte elements, "
-            f"rows of {self.row_bytes} bytes"
-        )
+        rows = f"rows of {self.row_bytes} bytes" if self.n is not None else "rows of symbolic length"
+        return f"{self.family} kernels{drawing} with {inputs} of {self.elem_bytes}-byte elements, {rows}"
 
 
 @dataclass(frozen=True)
@@ -116,6 +114,7 @@ class Rule:
             and self.elem_bytes == sig.elem_bytes
             and self.row_inputs == sig.row_inputs
             and not sig.random  # no rule was measured with Philox's arithmetic in the kernel
+            and (sig.n is not None or sig.family == "pointwise")  # a symbolic row length: no bucket
             and self.lo <= sig.row_bytes < self.hi
         )
 

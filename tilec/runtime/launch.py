@@ -13,8 +13,8 @@ that at run time (a view with an odd storage offset), that launch takes the fall
 
 Descriptors are built once per tuple of base pointers and kept without their tensors (a cached
 descriptor must not keep an activation alive): each launch rebinds a shallow copy to the tensor
-passed. Their shapes and strides are the kernel's own constants (tilec compiles static shapes), so
-the pointers are the whole key. Triton 3.6 still encodes the CUDA tensor map on every launch
+passed. Their shapes and strides are the kernel's own constants (only kernels of static shapes
+get TMA operands), so the pointers are the whole key. Triton 3.6 still encodes the CUDA tensor map on every launch
 (`fill_tma_descriptor` in its launcher); the cache saves the Python-side construction and checks.
 
 Once Triton has compiled a variant, later launches skip Triton's Python (`_Bound`): the kernel's

@@ -8,6 +8,11 @@ Only source produced by tilec's emitters is loaded (names in it come from valida
 Triton's interpreter keeps its state in module globals (the language it patches for a run, the
 program index): two launches at once, from two threads, corrupt each other. The `launch` of a
 module loaded for the interpreter therefore takes a process-wide lock.
+
+Triton 3.6's interpreter holds a scalar as a one-element array and turns it into a Python int
+with `int(array)`, which numpy 2.4 refuses for arrays that are not 0-d: a loop whose bound is a
+kernel argument (`range(0, rnumel, RBLOCK)`, a symbolic reduction length) then fails. Modules
+loaded for the interpreter get a conversion that takes the one element (`_scalar_index`).
 """
 
 from __future__ import annotations
@@ -99,11 +104,33 @@ def interpreter_active() -> bool:
     return isinstance(standard.sum, InterpretedFunction)
 
 
+@functools.cache
+def _scalar_index() -> None:
+    """Makes the interpreter's scalar tensors usable as Python ints (`range(0, n, BLOCK)` with
+    `n` an argument) under numpy versions that refuse `int()` of a one-element 1-d array."""
+    import numpy as np
+    from triton.runtime import interpreter
+
+    try:
+        int(np.array([1]))  # type: ignore[call-overload]
+        return  # this numpy still converts them
+    except TypeError:
+        pass
+    patch = interpreter._patch_lang_tensor
+
+    def patched(tensor: Any, scope: Any) -> None:
+        patch(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
+
+    interpreter._patch_lang_tensor = patched
+
+
 @contextlib.contextmanager
 def _decorating(interpret: bool) -> Iterator[None]:
     """Triton decides at decoration time whether a @jit function runs in its interpreter."""
     if interpret:
         enable_interpreter()
+        _scalar_index()
         yield
         return
     if interpreter_active():
