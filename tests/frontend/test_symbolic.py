@@ -10,6 +10,8 @@ the bounds of a gathered index into a symbolic table (`ks0`, `ks1`, ...)."""
 from __future__ import annotations
 
 import functools
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -27,6 +29,9 @@ from tilec.ir import Kernel, parse, print_kernel
 from tilec.passes import run_pipeline
 from tilec.runtime import load_source
 from tilec.testing import assert_close
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "passes"))
+from examples import run_chain
 
 N = 384
 PIPELINES = ("triton-default", "gluon-default")
@@ -296,45 +301,12 @@ def weight_grad(x: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     return (dy.float() * xhat).sum((0, 1))
 
 
-def _run_traced_chain(fn, inputs: list[torch.Tensor]) -> tuple[torch.Tensor, list[Lowered]]:
-    """Every kernel of `fn` traced with symbolic leading dimensions, run in order in tilec's
-    interpreter at the traced sizes (the size arguments evaluated for them); returns the last
-    buffer written and the kernels."""
-    import sympy
-
-    from tilec.interp.dtypes import TORCH_DTYPES
-
-    buffers: dict[str, torch.Tensor] = {}
-    tensors = iter(inputs)
-    last, kernels = "", []
-    for k in capture(fn, inputs, dynamic=True, strict=True):
-        lowered = k.result
-        assert isinstance(lowered, Lowered), k.summary()
-        kernels.append(lowered)
-        args = []
-        for a in sorted(lowered.args, key=lambda a: a.buffer):  # the graph's inputs in order
-            if a.buffer.startswith("arg") and a.buffer not in buffers:
-                buffers[a.buffer] = next(tensors)
-        for a in lowered.args:
-            if a.buffer not in buffers:
-                shape, strides, offset = k.layouts[a.buffer]
-                base = torch.zeros(offset + sum((n - 1) * st for n, st in zip(shape, strides)) + 1)
-                buffers[a.buffer] = base.to(TORCH_DTYPES[a.dtype]).as_strided(shape, strides, offset)
-            args.append(buffers[a.buffer])
-            last = a.buffer if a.is_written else last
-        values = {sympy.Symbol(n, integer=True, positive=True): v for n, v in k.symbols.items()}
-        sizes = [int(sympy.sympify(e).xreplace(values)) for e in lowered.sizes.values()]
-        blocks = {"XBLOCK": 8, "RBLOCK": 64} if "RBLOCK" in lowered.kernel.constexprs else {"XBLOCK": 256}
-        interp.run(parse(print_kernel(lowered.kernel)).kernels[0], *args, *sizes, **blocks)
-    return buffers[last], kernels
-
-
 def test_a_split_sum_over_symbolic_tokens() -> None:
     """The weight gradient's sum over tokens: Inductor splits it into partial sums over
     cdiv(tokens, splits) rows (a symbolic reduction length, the tail masked by the symbolic token
     count) and a sum of the partials; every kernel is taken and the chain equals eager."""
     torch.manual_seed(0)
     x, dy = _bf16(3, 203, N), _bf16(3, 203, N)
-    got, kernels = _run_traced_chain(weight_grad, [x, dy])
+    got, kernels, _ = run_chain(weight_grad, [x, dy], dynamic=True)
     assert any(k.rnumel is None for k in kernels), [k.sizes for k in kernels]
     assert_close(got.float(), weight_grad(x.float(), dy.float()), torch.bfloat16)

@@ -162,3 +162,50 @@ def run_gluon(ex: Example, kernel: Kernel) -> dict[str, torch.Tensor]:
     load_source(emit_gluon(kernel).source).launch(*args)
     torch.cuda.synchronize()
     return outputs
+
+
+def run_chain(
+    fn: Any, inputs: list[torch.Tensor], *, dynamic: bool = False, pipeline: str = "", triton: bool = False
+) -> tuple[torch.Tensor, list[Lowered], list[Kernel]]:
+    """Every kernel of `fn` (traced with symbolic leading dimensions if `dynamic`), each run in
+    order in tilec's interpreter after `pipeline` (without one: the logical kernel at XBLOCK 8,
+    RBLOCK 64, or XBLOCK 256), at the traced sizes (the size arguments evaluated for them).
+    `triton`: each kernel emitted as Triton and run in Triton's interpreter instead (needs a
+    pipeline). Returns the last buffer written, the lowered kernels and the kernels run."""
+    import sympy
+
+    buffers: dict[str, torch.Tensor] = {}
+    tensors = iter(inputs)
+    last, lowereds, ran = "", [], []
+    for k in capture(fn, inputs, dynamic=dynamic, strict=True):
+        lowered = k.result
+        assert isinstance(lowered, Lowered), k.summary()
+        lowereds.append(lowered)
+        args = []
+        for a in sorted(lowered.args, key=lambda a: a.buffer):  # the graph's inputs in order
+            if a.buffer.startswith("arg") and a.buffer not in buffers:
+                buffers[a.buffer] = next(tensors)
+        for a in lowered.args:
+            if a.buffer not in buffers:
+                shape, strides, offset = k.layouts[a.buffer]
+                base = torch.full((offset + sum((n - 1) * st for n, st in zip(shape, strides)) + 1,), float("nan"))
+                buffers[a.buffer] = base.to(TORCH_DTYPES[a.dtype]).as_strided(shape, strides, offset)
+            args.append(buffers[a.buffer])
+            last = a.buffer if a.is_written else last
+        values = {sympy.Symbol(n, integer=True, positive=True): v for n, v in k.symbols.items()}
+        sizes = [int(sympy.sympify(e).xreplace(values)) for e in lowered.sizes.values()]
+        module = parse(print_kernel(lowered.kernel))
+        if pipeline:
+            run_pipeline(module, pipeline)
+            blocks = {}
+        else:
+            blocks = {"XBLOCK": 8, "RBLOCK": 64} if "RBLOCK" in lowered.kernel.constexprs else {"XBLOCK": 256}
+        ran.append(module.kernels[0])
+        if triton:
+            from tilec.emit.triton import emit_triton
+            from tilec.runtime import load_source
+
+            load_source(emit_triton(module.kernels[0]).source, interpret=True).launch(*args, *sizes, num_sms=4)
+        else:
+            interp.run(module.kernels[0], *args, *sizes, **blocks)
+    return buffers[last], lowereds, ran

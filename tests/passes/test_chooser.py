@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from examples import example
-from tilec.passes.chooser import RESULTS, RULES, UNMEASURED, Choice, Decline, Rule, choose, signature
+from tilec.passes.chooser import RESULTS, RULES, UNMEASURED, Choice, Decline, Rule, Signature, choose, signature
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,6 +32,52 @@ def test_signature_family(name: str, family: str) -> None:
         1,
         2,
     )
+
+
+def _rmsnorm_dx(x: torch.Tensor, w: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    """RMSNorm's input gradient, as its backward computes it: a sum of squares and a sum of dy * w
+    times x-hat over each row."""
+    xf = x.float()
+    xhat = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)
+    g = dy.float() * w.float()
+    return ((g - xhat * (g * xhat).mean(-1, keepdim=True)) * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(
+        x.dtype
+    )
+
+
+def _layernorm_two_sums(x: torch.Tensor) -> torch.Tensor:
+    """LayerNorm written as a sum (the mean) and a sum of squares of the centred row."""
+    xf = x.float()
+    c = xf - xf.mean(-1, keepdim=True)
+    return (c * torch.rsqrt((c * c).mean(-1, keepdim=True) + 1e-6)).to(x.dtype)
+
+
+@pytest.mark.parametrize(
+    ("fn", "family"),
+    [
+        (_rmsnorm_dx, "sum-of-products"),  # two sums, one of them a product: a backward, not LayerNorm
+        (_layernorm_two_sums, "mean-var"),
+        (lambda x, w, dy: (dy.float() * x.float()).sum(0), "column-sum"),  # a weight gradient
+        (lambda x, w, dy: x.float().abs().amax(-1), "reduce"),
+    ],
+    ids=["rmsnorm-dx", "layernorm-two-sums", "weight-grad", "amax"],
+)
+def test_the_family_is_what_the_reductions_compute(fn, family: str) -> None:
+    """Families come from the IR: what each sum adds up (squares, loaded values, products) and
+    along which axis the loads run, not from how many sums there are. No rule covers the backward
+    families: they stay stock until measured."""
+    from tilec.frontend.capture import capture
+
+    n = 2048
+    args = [torch.randn(64, n, dtype=torch.bfloat16), torch.randn(n, dtype=torch.bfloat16)]
+    args.append(torch.randn(64, n, dtype=torch.bfloat16))
+    kernels = [
+        k.result.kernel for k in capture(fn if fn is not _layernorm_two_sums else (lambda x, w, dy: fn(x)), args)
+    ]
+    assert signature(kernels[0]).family == family, [signature(k) for k in kernels]
+    if family in ("sum-of-products", "column-sum", "reduce"):
+        choice = choose(kernels[0], hopper=True)
+        assert isinstance(choice, Decline) and choice.reason.startswith(UNMEASURED), choice
 
 
 def test_signature_of_fp32_rows_counts_bytes() -> None:
@@ -99,19 +145,23 @@ def test_unmeasured_kernels_stay_stock(name: str) -> None:
 
 
 def test_a_symbolic_row_length_is_unmeasured() -> None:
-    """A reduction of symbolic length (a sum over tokens) falls in no row-size bucket: no rule
-    covers it, whatever its family's rules say of short rows."""
+    """A reduction of symbolic length falls in no row-size bucket: no rule covers it, whatever its
+    family's rules say of short rows. A sum over a symbolic number of tokens is a column sum, and
+    no column reduction was measured."""
     import torch
 
     from tilec.frontend.capture import capture
 
+    symbolic = Signature("sum", None, None, 0)
+    assert not any(r.covers(symbolic) for r in RULES)
+    assert "rows of symbolic length" in symbolic.describe()
     (k,) = capture(lambda x: x.float().sum(0), [torch.randn(64, 256, dtype=torch.bfloat16)], dynamic=True)
     kernel = k.result.kernel  # type: ignore[union-attr]
     sig = signature(kernel)
-    assert (sig.family, sig.n) == ("sum", None)
+    assert (sig.family, sig.n) == ("column-sum", None)
     choice = choose(kernel, hopper=True)
     assert isinstance(choice, Decline) and choice.reason.startswith(UNMEASURED), choice
-    assert "rows of symbolic length" in choice.reason
+    assert "column-sum kernels" in choice.reason and "columns of symbolic length" in choice.reason
 
 
 def test_fp32_rows_stay_stock_where_stock_keeps_up() -> None:

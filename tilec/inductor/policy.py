@@ -115,9 +115,11 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | str:
         if device.type == "cuda":  # the chooser's rules and the autotuner's timings are GPU measurements
             from tilec.inductor import autotune
             from tilec.passes.chooser import Decline, choose
+            from tilec.passes.plan import reads_columns
 
             hopper, forced = emitter == "gluon", (cfg.emitter if cfg.emitter != "auto" else None)
-            cands = autotune.candidates(hopper, forced, cfg.decline, lowered.is_reduction)
+            rows = lowered.is_reduction and not reads_columns(lowered.kernel)
+            cands = autotune.candidates(hopper, forced, cfg.decline, rows)
             tuned = None
             # a kernel with symbolic sizes is timed at the sizes its graph was traced with
             if len(cands) > 1 and autotune.wanted(device):

@@ -106,3 +106,47 @@ def affine(v: Value) -> Affine | None:
     if isinstance(v.type, TileType):
         return None
     return None
+
+
+def local_stride(v: Value, dim: int) -> int | None:
+    """How much an integer tile changes between neighbouring positions along tile dimension `dim`,
+    within blocks aligned to the divisors it uses (constants, or scalar size parameters): `x % 2048`
+    moves like `x`, `x // 2048` not at all. None where that is not known (a loaded or selected index). A heuristic for which
+    dimension a load reads contiguously, not a proof: `x % c` wraps every c positions."""
+    c = const_value(v)
+    if isinstance(c, (int, float)) or isinstance(v.type, DType):
+        return 0
+    op = defining_op(v)
+    if op is None:
+        return None
+    if isinstance(op, ArangeOp):
+        return 1 if dim == 0 else 0
+    if isinstance(op, (BroadcastOp, ConvertLayoutOp)) or op.name == "tile.cast":
+        return local_stride(op.operands[0], dim)
+    if isinstance(op, ExpandDimsOp):
+        axis = op.attr("axis")
+        if dim == axis:
+            return 0
+        return local_stride(op.src, dim - 1 if dim > axis else dim)
+    if isinstance(op, BinaryOp) and op.name in ("tile.add", "tile.sub", "tile.mul", "tile.rem", "tile.div"):
+        a = local_stride(op.lhs, dim)
+        if op.name in ("tile.rem", "tile.div"):
+            k = const_value(op.rhs)
+            positive = (isinstance(k, int) and k >= 1) or (k is None and isinstance(op.rhs.type, DType))
+            if not positive or a is None:
+                return None  # a scalar divisor: a size parameter, positive
+            return a if op.name == "tile.rem" or k == 1 else 0
+        b = local_stride(op.rhs, dim)
+        if a is None or b is None:
+            return None
+        if op.name == "tile.add":
+            return a + b
+        if op.name == "tile.sub":
+            return a - b
+        ka, kb = const_value(op.lhs), const_value(op.rhs)
+        if isinstance(kb, int):
+            return a * kb
+        if isinstance(ka, int):
+            return b * ka
+        return 0 if a == 0 and b == 0 else None
+    return None

@@ -4,8 +4,10 @@
     if isinstance(choice, Decline): ...             # stock Inductor runs it; choice.reason says why
     else: choice.emitter                            # "gluon" or "triton"
 
-A kernel is described by its `Signature`: the family of its reductions (what it computes: a row
-sum as in RMSNorm, mean and variance as in LayerNorm, softmax's max-and-sum), how many inputs it
+A kernel is described by its `Signature`: the family of its reductions, read from the IR (what
+they compute: a sum of squares as in RMSNorm, mean and variance as in LayerNorm, softmax's
+max-and-sum, sums of products as in a norm's backward, column sums as in a weight gradient), how
+many inputs it
 reads as whole rows (one for the forward norms and softmax; a residual add or a backward kernel
 reads more), the element size of those rows, its row length and the bytes of a row. `RULES` maps
 signatures to the emitter that measured fastest on the H100, or to `stock` where stock Inductor's
@@ -42,10 +44,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilec.ir.core import Kernel
+from tilec.ir.core import Kernel, Value, defining_op
 from tilec.ir.ops.memory import LoadOp
 from tilec.ir.types import TileType
-from tilec.passes.plan import reduction_numel, widest_row_load_bytes, x_numel
+from tilec.passes.plan import reads_columns, reduction_numel, widest_row_load_bytes, x_numel
+from tilec.passes.rewrite import const_value
 
 __all__ = ["RESULTS", "RULES", "UNMEASURED", "Choice", "Decline", "Rule", "Signature", "choose", "signature"]
 
@@ -62,7 +65,9 @@ RESULTS = "bench/results"
 class Signature:
     """What the choice depends on."""
 
-    family: str  # "sum" (RMSNorm-like), "mean-var" (LayerNorm-like), "softmax", "reduce", "pointwise"
+    # "sum" (RMSNorm's sum of squares), "mean-var" (LayerNorm's), "softmax", "sum-of-products" (a
+    # norm's backward), "column-sum" / "column-reduce" (along x: weight gradients), "reduce", "pointwise"
+    family: str
     rows: int | None  # M, if constant
     n: int | None  # the row length, if constant
     row_bytes: int  # n x the widest input element (0 if n is unknown)
@@ -75,7 +80,8 @@ class Signature:
         if self.family == "pointwise":
             return f"pointwise kernels{drawing}"
         inputs = "one row input" if self.row_inputs == 1 else f"{self.row_inputs} row inputs"
-        rows = f"rows of {self.row_bytes} bytes" if self.n is not None else "rows of symbolic length"
+        along = "columns" if self.family.startswith("column") else "rows"
+        rows = f"{along} of {self.row_bytes} bytes" if self.n is not None else f"{along} of symbolic length"
         return f"{self.family} kernels{drawing} with {inputs} of {self.elem_bytes}-byte elements, {rows}"
 
 
@@ -246,20 +252,61 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+def _through(v: Value) -> Value:
+    """`v` with casts, broadcasts and layout conversions looked through."""
+    op = defining_op(v)
+    while op is not None and op.name in ("tile.cast", "tile.broadcast", "tile.convert_layout"):
+        v = op.operands[0]
+        op = defining_op(v)
+    return v
+
+
+def _plain(v: Value) -> bool:
+    """Whether `v` is loaded values, or sums and differences of them (a residual stream `x + r`,
+    a centred row `x - mean`): what a norm reduces, as against a product of two inputs."""
+    op = defining_op(_through(v))
+    if isinstance(op, LoadOp):
+        return True
+    return op is not None and op.name in ("tile.add", "tile.sub") and all(_plain(o) for o in op.operands)
+
+
+def _summand(v: Value) -> str:
+    """What a sum adds up: "square" (a * a, a ** 2: RMSNorm's and LayerNorm's sums of squares),
+    "plain" (loaded values: LayerNorm's sum for the mean) or "product" (anything else: a backward
+    kernel's sums of dy times x-hat or the weight)."""
+    op = defining_op(_through(v))
+    if op is not None and op.name == "tile.mul" and _through(op.operands[0]) is _through(op.operands[1]):
+        return "square"
+    if op is not None and op.name == "tile.pow" and const_value(op.operands[1]) == 2:
+        return "square"
+    return "plain" if _plain(v) else "product"
+
+
 def _family(kernel: Kernel) -> str:
+    """What the kernel's reductions compute, from the IR: a column reduction (its loads run along
+    x, not along the reduction: a weight gradient's sums over tokens), softmax's max and sum,
+    RMSNorm's sum of squares, LayerNorm's mean and variance (Welford, or a sum and a sum of
+    squares), or sums of products (a norm's backward), or another reduction."""
     kinds: list[str] = []
+    sums: list[str] = []
     for op in kernel.walk():
         if op.name == "tile.reduce":
             kinds.append(str(op.attr("kind")))
+            if op.attr("kind") == "sum":
+                sums.append(_summand(op.operands[0]))
         elif op.name in ("tile.welford", "tile.softmax_reduce"):
             kinds.append(op.name.removeprefix("tile."))
     if not kinds:
         return "pointwise"
+    if reads_columns(kernel):
+        return "column-sum" if set(kinds) == {"sum"} else "column-reduce"
     if "softmax_reduce" in kinds or sorted(set(kinds)) == ["max", "sum"]:
         return "softmax"
-    if "welford" in kinds or kinds == ["sum", "sum"]:
+    if "product" in sums:
+        return "sum-of-products" if set(kinds) <= {"sum", "welford"} else "reduce"
+    if set(kinds) == {"welford"} or (set(kinds) == {"sum"} and sorted(sums) == ["plain", "square"]):
         return "mean-var"
-    if kinds == ["sum"]:
+    if sums == ["square"]:
         return "sum"
     return "reduce"
 

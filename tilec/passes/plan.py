@@ -9,6 +9,12 @@ longer row loops over chunks of `chunk` elements; rows per program grow until a 
 about `target_elems` elements; warps give each thread about 16 elements; each thread's contiguous
 run is 16 bytes of the narrowest loaded dtype.
 
+A column reduction — a kernel whose 2-D loads run contiguously along x, not along the reduction
+(a weight gradient: the sum over tokens of each hidden column) — is tiled the other way: XBLOCK
+`column_block` columns (fewer where that would leave under `min_programs` programs), RBLOCK the
+rows that fill `target_elems`, and a layout whose contiguous dimension is x (order [0, 1]), so a
+warp reads whole 16-byte runs of neighbouring columns.
+
 Before:
     tile.kernel @k(...) constexprs(XBLOCK, RBLOCK) attributes {grid = [cdiv(64, XBLOCK)]} {
       %r = tile.arange {end = RBLOCK} : tile<[RBLOCK], i32>
@@ -24,8 +30,9 @@ from tilec.ir.errors import TilecError
 from tilec.ir.expr import CallExpr, Sym
 from tilec.ir.ops import ConstantOp, ForOp, LoadOp
 from tilec.ir.types import PointerType, TileType
+from tilec.passes.affine import local_stride
 from tilec.passes.base import Pass, register
-from tilec.passes.layouts import assign_layouts, flat_layout, parent_layout
+from tilec.passes.layouts import assign_layouts, column_layout, flat_layout, parent_layout
 from tilec.passes.rewrite import const_value
 from tilec.passes.specialize import bind_constexprs
 
@@ -76,6 +83,20 @@ def widest_row_load_bytes(kernel: Kernel) -> int:
     return max(sizes, default=4)
 
 
+def reads_columns(kernel: Kernel) -> bool:
+    """Whether the kernel's 2-D loads (full tiles, not a row's or a column's vector) mostly run
+    contiguously along dimension 0 (x) rather than along the reduction (dimension 1)."""
+    along = [0, 0]
+    for op in kernel.walk():
+        if not isinstance(op, LoadOp):
+            continue
+        t = op.result.type
+        if isinstance(t, TileType) and t.rank == 2 and 1 not in t.shape:
+            for d in (0, 1):
+                along[d] += local_stride(op.offsets, d) == 1
+    return along[0] > along[1]
+
+
 def largest_2d_tile(kernel: Kernel) -> tuple[int, int] | None:
     """The largest [rows, cols] among the kernel's 2-D tiles (the shape the parent layout covers)."""
     best: tuple[int, int] | None = None
@@ -104,6 +125,8 @@ class Plan(Pass):
     target_elems: int = 4096
     elems_per_thread: int = 16
     row_block_bytes: int = 0  # > 0: at most this many bytes of a row block's input rows (a shared-memory cache)
+    column_block: int = 128  # a column reduction's columns per program
+    min_programs: int = 264  # a column reduction takes fewer columns rather than leave fewer programs
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
@@ -114,6 +137,8 @@ class Plan(Pass):
         values: dict[str, int] = {}
         rnumel = reduction_numel(kernel)
         xnumel = x_numel(kernel)
+        if "RBLOCK" in cx and "XBLOCK" in cx and reads_columns(kernel):
+            return self.checked(kernel, self.choose_columns(cx, xnumel, rnumel))
         if "RBLOCK" in cx and cx["RBLOCK"] is None:
             if self.rblock is not None:
                 values["RBLOCK"] = self.rblock
@@ -133,6 +158,27 @@ class Plan(Pass):
                     row = rnumel * widest_row_load_bytes(kernel)
                     xb = min(xb, max(1, _pow2_floor(self.row_block_bytes // row)))
                 values["XBLOCK"] = min(xb, 64) if "RBLOCK" in cx else xb
+        return self.checked(kernel, values)
+
+    def choose_columns(self, cx: dict[str, int | None], xnumel: int | None, rnumel: int | None) -> dict[str, int]:
+        values: dict[str, int] = {}
+        xb = cx["XBLOCK"]
+        if xb is None:
+            xb = self.xblock
+        if xb is None:
+            xb = self.column_block
+            while xnumel is not None and xb > 16 and xnumel // xb < self.min_programs:
+                xb //= 2
+            if xnumel is not None:
+                xb = min(xb, next_pow2(xnumel))
+        if cx["XBLOCK"] is None:
+            values["XBLOCK"] = xb
+        if cx["RBLOCK"] is None:
+            rb = self.rblock if self.rblock is not None else max(1, self.target_elems // xb)
+            values["RBLOCK"] = min(rb, next_pow2(rnumel)) if rnumel is not None and self.rblock is None else rb
+        return values
+
+    def checked(self, kernel: Kernel, values: dict[str, int]) -> dict[str, int]:
         for name, v in values.items():
             if v < 1 or v & (v - 1):
                 raise TilecError(f"plan: {name} must be a power of two, got {v}", kernel.loc)
@@ -161,5 +207,6 @@ class Plan(Pass):
             elems = max(rows * cols, xb)
             warps = max(1, min(16, _pow2_floor(elems // (32 * self.elems_per_thread))))
         kernel.launch.num_warps = warps
-        parent = parent_layout(rows, cols, warps, vec)
+        columns = "RBLOCK" in kernel.constexprs and reads_columns(kernel)
+        parent = (column_layout if columns else parent_layout)(rows, cols, warps, vec)
         assign_layouts(kernel, parent, flat_layout(warps, min(vec, max(1, xb // (32 * warps)))))

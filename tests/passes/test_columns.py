@@ -1,0 +1,105 @@
+"""Column reductions (a weight gradient's sum over tokens, Inductor's partial sums and their
+total): the plan tiles them along x with a layout contiguous along x; every kernel of the chain
+still computes the gradient, in tilec's interpreter after both default pipelines and as emitted
+Triton, with static and symbolic token counts; row kernels keep the row-major layout."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from profiles import examples
+
+from examples import example as row_example
+from examples import run_chain
+from tilec.ir import Kernel
+from tilec.ir.layouts import BlockedLayout
+from tilec.ir.types import TileType
+from tilec.passes.plan import reads_columns
+from tilec.testing import assert_close
+
+EPS = 1e-6
+
+
+def bias_grad(dy: torch.Tensor) -> torch.Tensor:
+    """A bias gradient: dy summed over every token."""
+    return dy.sum(0)
+
+
+def product_grad(x: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    """An elementwise scale's gradient: the sum over tokens of dy * x, in f32."""
+    return (x.float() * dy.float()).sum(0)
+
+
+def rmsnorm_weight_grad(x: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    """RMSNorm's weight gradient: the sum over tokens of dy * x-hat (a row reduction for x-hat,
+    then the column sums)."""
+    xf = x.float()
+    xhat = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS)
+    return (dy.float() * xhat).sum(0).to(x.dtype)
+
+
+FUNCTIONS = {"bias_grad": bias_grad, "product_grad": product_grad, "rmsnorm_weight_grad": rmsnorm_weight_grad}
+ARITY = {"bias_grad": 1, "product_grad": 2, "rmsnorm_weight_grad": 2}
+
+
+def _inputs(name: str, rows: int, cols: int, dtype: torch.dtype) -> list[torch.Tensor]:
+    torch.manual_seed(rows * 7 + cols)
+    return [torch.randn(rows, cols).to(dtype) for _ in range(ARITY[name])]
+
+
+def parent(kernel: Kernel) -> BlockedLayout | None:
+    """The layout of the kernel's 2-D tiles."""
+    for op in kernel.walk():
+        for r in op.results:
+            if isinstance(r.type, TileType) and r.type.rank == 2 and isinstance(r.type.layout, BlockedLayout):
+                return r.type.layout
+    return None
+
+
+@settings(max_examples=examples(10), deadline=None)
+@given(
+    name=st.sampled_from(sorted(FUNCTIONS)),
+    rows=st.sampled_from([1, 3, 64, 300, 1100]),
+    cols=st.sampled_from([8, 96, 200, 1024]),
+    dtype=st.sampled_from([torch.bfloat16, torch.float32]),
+    pipeline=st.sampled_from(["gluon-default", "triton-default"]),
+    dynamic=st.booleans(),
+)
+@example(name="product_grad", rows=1100, cols=200, dtype=torch.bfloat16, pipeline="gluon-default", dynamic=False)
+@example(name="rmsnorm_weight_grad", rows=300, cols=96, dtype=torch.bfloat16, pipeline="triton-default", dynamic=True)
+def test_column_sums_equal_eager(
+    name: str, rows: int, cols: int, dtype: torch.dtype, pipeline: str, dynamic: bool
+) -> None:
+    inputs = _inputs(name, rows, cols, dtype)
+    got, _, _ = run_chain(FUNCTIONS[name], inputs, dynamic=dynamic, pipeline=pipeline)
+    want = FUNCTIONS[name](*[t.double() for t in inputs])
+    assert_close(got.double(), want, got.dtype, what=f"{name} {rows}x{cols} {dtype} {pipeline} dynamic={dynamic}")
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_emitted_triton_sums_columns(dynamic: bool) -> None:
+    inputs = _inputs("rmsnorm_weight_grad", 1100, 200, torch.bfloat16)
+    got, _, _ = run_chain(rmsnorm_weight_grad, inputs, dynamic=dynamic, pipeline="triton-default", triton=True)
+    assert_close(got.float(), rmsnorm_weight_grad(*[t.double() for t in inputs]).float(), torch.bfloat16)
+
+
+def test_the_partial_sums_are_planned_along_columns() -> None:
+    """4096 tokens x 2048 columns: Inductor sums the tokens in chunks (partial sums, contiguous
+    along x), then sums the partials; both are column reductions, planned with order [0, 1] and
+    16-byte runs along x. RMSNorm's rows stay row-major."""
+    inputs = _inputs("product_grad", 4096, 2048, torch.bfloat16)
+    _, lowered, kernels = run_chain(product_grad, inputs, pipeline="gluon-default")
+    assert len(kernels) == 2, [lo.kernel.name for lo in lowered]
+    for lo, kernel in zip(lowered, kernels):
+        assert reads_columns(lo.kernel), lo.kernel.name
+        layout = parent(kernel)
+        assert layout is not None and layout.order == (0, 1), (kernel.name, layout)
+    partials = parent(kernels[0])
+    assert partials is not None and partials.size_per_thread == (8, 1)  # 16 bytes of bf16
+    assert kernels[0].constexprs["XBLOCK"] == 128
+    row = row_example("rmsnorm", 64, 1000)
+    assert not reads_columns(row.lowered.kernel)
+    row_layout = parent(row.kernel("gluon-default"))
+    assert row_layout is not None and row_layout.order == (1, 0)
