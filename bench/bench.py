@@ -1,8 +1,14 @@
-"""tilec's benchmark suite: memory-bound forward kernels against their peers and a plain copy.
+"""tilec's benchmark suite: memory-bound kernels against their peers and a plain copy.
 
     tilec bench [--ops rmsnorm,layernorm,softmax] [--shapes 8192x4096,...] [--dtype bf16]
                 [--impls tilec-gluon,compile,...] [--out DIR]
+    tilec bench --bwd [--dtype bf16]    # the backward suite: rmsnorm_bwd, layernorm_bwd, softmax_bwd
     python bench/bench.py ...           # the same
+
+A backward op (`rmsnorm_bwd`, ...) is its forward's gradients: the forward is compiled and called
+once, and each timed call is `torch.autograd.grad` of that output for every input (dx and the
+weights' gradients), so it runs AOT autograd's compiled backward alone. Its model bytes are
+3·M·N elements (x and dy read, dx written); its reference is float64 autograd of the eager forward.
 
 On a GPU, in one process, per (op, shape, dtype) and implementation: compile (torch.compile with
 `dynamic=False`; Dynamo reset and Inductor's FX-graph cache off, so every compile is a real one and
@@ -57,9 +63,15 @@ SUITE = [
 ]
 SOFTMAX_EXTRA = [(32768, 50257)]  # neither a power of two nor a multiple of 8
 OTHER_DTYPE_SHAPES = [(32768, 2048), (4096, 16384)]
-OPS = ("rmsnorm", "layernorm", "softmax", "add_rmsnorm", "add_layernorm")
+# The backward suite (--bwd): the shapes of the backward targets, bf16
+BWD_SUITE = [(32768, 2048), (8192, 8192), (4096, 32768), (2048, 65536)]
+# A backward op is its forward's gradients, dx and the weights' (torch.autograd.grad of the
+# compiled forward's output): what AOT autograd's backward graph computes, timed alone
+BACKWARD = {"rmsnorm_bwd": "rmsnorm", "layernorm_bwd": "layernorm", "softmax_bwd": "softmax"}
+OPS = ("rmsnorm", "layernorm", "softmax", "add_rmsnorm", "add_layernorm", *BACKWARD)
 # run unless --ops says otherwise: the residual-fused norms are measured on request
 DEFAULT_OPS = ("rmsnorm", "layernorm", "softmax")
+DEFAULT_BWD_OPS = tuple(BACKWARD)
 IMPLS = ("tilec", "tilec-autotune", "tilec-gluon", "tilec-triton", "eager", "compile", "max-autotune", "liger", "copy")
 # run unless --impls says otherwise (tilec-autotune, tilec with its autotuner on, is asked for by name)
 DEFAULT_IMPLS = tuple(i for i in IMPLS if i != "tilec-autotune")
@@ -112,8 +124,11 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 
 
 def make_inputs(op: str, m: int, n: int, dtype: Any) -> list[Any]:
+    """The op's inputs; a backward op's are its forward's and then the output's gradient dy."""
     import torch
 
+    if op in BACKWARD:
+        return [*make_inputs(BACKWARD[op], m, n, dtype), torch.randn(m, n, device="cuda", dtype=dtype)]
     x = torch.randn(m, n, device="cuda", dtype=dtype)
     if op.startswith("add_"):
         return [x, torch.randn(m, n, device="cuda", dtype=dtype), *make_inputs(op[4:], 1, n, dtype)[1:]]
@@ -125,12 +140,28 @@ def make_inputs(op: str, m: int, n: int, dtype: Any) -> list[Any]:
 
 
 def reference(op: str, inputs: list[Any]) -> Any:
+    if op in BACKWARD:  # in float64: the weight gradients sum M rows
+        return tuple(g.float() for g in gradients(FUNCTIONS[BACKWARD[op]], [t.double() for t in inputs])())
     return FUNCTIONS[op](*[t.float() for t in inputs])
+
+
+def gradients(forward: Callable[..., Any], inputs: list[Any]) -> Callable[..., Any]:
+    """A call that computes the gradients of every input of `forward` but the last (dy) by the
+    backward of one forward call made here (its graph kept, so each call runs the backward alone)."""
+    import torch
+
+    *args, dy = inputs
+    leaves = [a.detach().requires_grad_(True) for a in args]
+    out = forward(*leaves)
+    return lambda *_: torch.autograd.grad(out, leaves, dy, retain_graph=True)
 
 
 def model_bytes(op: str, m: int, n: int, itemsize: int) -> int:
     """Each input read once, each output written once: the residual-fused norms read x and r and
-    write the sum and the normalized rows."""
+    write the sum and the normalized rows; a backward reads x and dy and writes dx (the weight
+    gradients, N each, are not counted)."""
+    if op in BACKWARD:
+        return 3 * m * n * itemsize
     weights = {"rmsnorm": 1, "layernorm": 2, "softmax": 0, "add_rmsnorm": 1, "add_layernorm": 2}[op]
     rows = 4 if op.startswith("add_") else 2
     return (rows * m * n + weights * n) * itemsize
@@ -171,7 +202,7 @@ def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str |
         return Built(again.fn, first.compile_s, first.note, again.compile_s)
     torch.compiler.reset()
     tilec.reset_report()
-    fn = FUNCTIONS[op]
+    fn = FUNCTIONS[BACKWARD.get(op, op)]
     # "auto": the product's defaults (the chooser picks the emitter per kernel and declines where
     # stock measured faster); "autotune": the same with the autotuner timing the candidates and
     # stock; "gluon"/"triton": every kernel tilec can take, by that emitter
@@ -186,6 +217,8 @@ def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str |
     start = time.perf_counter()
     with settings, torch._inductor.config.patch(fx_graph_cache=False):
         compiled = torch.compile(fn, dynamic=False, mode=mode)
+        if op in BACKWARD:  # the forward compiles here, the backward at its first call
+            compiled = gradients(compiled, inputs)
         compiled(*inputs)  # compiles here, under the settings
     torch.cuda.synchronize()
     elapsed = time.perf_counter() - start
@@ -240,9 +273,9 @@ def build(impl: str, op: str, inputs: list[Any]) -> Built:
     if impl == "max-autotune":
         return _compiled(op, inputs, "max-autotune-no-cudagraphs", None)
     if impl == "eager":
-        return Built(FUNCTIONS[op])
+        return Built(gradients(FUNCTIONS[BACKWARD[op]], inputs) if op in BACKWARD else FUNCTIONS[op])
     if impl == "liger":
-        return Built(_liger(op))
+        return Built(gradients(_liger(BACKWARD[op]), inputs) if op in BACKWARD else _liger(op))
     raise ValueError(f"unknown implementation {impl!r}")
 
 
@@ -598,6 +631,8 @@ def cases(
         for op in ops:
             if shapes is not None:
                 chosen = shapes
+            elif dtype == "bf16" and op in BACKWARD:
+                chosen = BWD_SUITE
             elif dtype == "bf16":
                 chosen = SUITE + (SOFTMAX_EXTRA if op == "softmax" else [])
             else:
@@ -619,7 +654,14 @@ def parse_shapes(text: str) -> list[tuple[int, int]]:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tilec bench", description=__doc__.split("\n\n")[0])
     p.add_argument(
-        "--ops", default=",".join(DEFAULT_OPS), help=f"comma-separated, of {', '.join(OPS)} (default: the first three)"
+        "--ops",
+        help=f"comma-separated, of {', '.join(OPS)} (default: the first three; with --bwd: the backward ops)",
+    )
+    p.add_argument(
+        "--bwd",
+        action="store_true",
+        help="the backward suite: each op's dx and weight gradients (autograd of the compiled forward), "
+        f"on {', '.join(f'{m}x{n}' for m, n in BWD_SUITE)} (bf16)",
     )
     p.add_argument("--shapes", type=parse_shapes, help="MxN,... (default: the suite)")
     p.add_argument(
@@ -651,10 +693,16 @@ def parser() -> argparse.ArgumentParser:
         help="whole transformers models, tilec against stock torch.compile (bench/models.py): models.md, models.jsonl",
     )
     p.add_argument(
-        "--size", default="default", choices=["default", "small", "tiny"], help="with --models: the model and batch"
+        "--size",
+        default="default",
+        choices=["default", "small", "tiny"],
+        help="with --models or --distributed: the model and batch",
     )
     p.add_argument(
-        "--device", default="cuda", choices=["cuda", "cpu"], help="with --models: cpu runs size tiny, no timing"
+        "--device",
+        default="cuda",
+        choices=["cuda", "cpu"],
+        help="with --models or --distributed: cpu runs size tiny (--models: no timing)",
     )
     p.add_argument(
         "--families", default="llama,gpt2,gemma", help="with --models: comma-separated, of llama, gpt2, gemma"
@@ -664,6 +712,14 @@ def parser() -> argparse.ArgumentParser:
         help="with --models: comma-separated, of infer, infer-ro, train, train-ro (default: all; on the CPU infer,train)",
     )
     p.add_argument("--repeats", type=int, default=20, help="with --models: timed steps per side")
+    p.add_argument(
+        "--distributed",
+        action="store_true",
+        help="under torchrun: data-parallel training of Llama on every rank, tilec against stock "
+        "(bench/distributed.py): distributed.md, distributed.jsonl",
+    )
+    p.add_argument("--wrap", default="ddp,fsdp2", help="with --distributed: comma-separated, of ddp, fsdp2")
+    p.add_argument("--steps", type=int, default=20, help="with --distributed: training steps per side")
     p.add_argument(
         "--dynamic",
         action="store_true",
@@ -740,6 +796,29 @@ def _models(args: argparse.Namespace) -> int:
     )
 
 
+def _distributed(args: argparse.Namespace) -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import distributed
+
+    wraps = [w.strip() for w in args.wrap.split(",") if w.strip()]
+    bad = [w for w in wraps if w not in distributed.WRAPS]
+    if bad:
+        print(f"tilec bench --distributed: unknown wrapper: {', '.join(bad)}", file=sys.stderr)
+        return 2
+    if args.device == "cpu" and args.size != "tiny":
+        print("tilec bench --distributed: --device cpu runs --size tiny only", file=sys.stderr)
+        return 2
+    if args.steps < 1:
+        print("tilec bench --distributed: --steps must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        print("tilec bench --distributed: needs transformers (pip install transformers)", file=sys.stderr)
+        return 2
+    return int(distributed.main(Path(args.out), wraps, args.size, args.steps, args.device))
+
+
 def load_results(paths: list[str]) -> list[Result]:
     results = []
     for path in paths:
@@ -758,7 +837,8 @@ def write_report(results: list[Result], out: Path, impls: list[str], note: str =
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    ops = [o.strip() for o in args.ops.split(",") if o.strip()]
+    ops = [o.strip() for o in (args.ops or ",".join(DEFAULT_BWD_OPS if args.bwd else DEFAULT_OPS)).split(",")]
+    ops = [o for o in ops if o]
     impls = [i.strip() for i in args.impls.split(",") if i.strip()]
     bad = [o for o in ops if o not in OPS] + [i for i in impls if i not in IMPLS]
     if bad:
@@ -770,6 +850,8 @@ def main(argv: list[str] | None = None) -> int:
         write_report(results, Path(args.out), present)
         print(f"wrote {Path(args.out) / 'results.md'} from {len(results)} results")
         return 0
+    if args.distributed:
+        return _distributed(args)
     if args.models:
         return _models(args)
     if args.host:

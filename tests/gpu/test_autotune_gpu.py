@@ -110,3 +110,19 @@ def test_without_decline_stock_is_no_candidate(cache: Path) -> None:
     assert all(r.taken for r in records), records
     check_records(records, autotune.candidates(hopper(), None, decline=False))
     assert all("stock" not in (r.autotune or "") for r in records)
+
+
+def test_a_column_sum_is_timed_without_the_row_variants(cache: Path) -> None:
+    """A weight gradient's sums over tokens are column reductions: the one-row-per-program plan
+    variant is no plan for them, and is not timed."""
+    torch.manual_seed(3)
+    x, dy = (torch.randn(4096, 2048, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    fn = lambda x, dy: (x.float() * dy.float()).sum(0)  # noqa: E731
+    torch._dynamo.reset()
+    tilec.reset_report()
+    with tilec.config.patch(autotune=True, decline=True):
+        out = torch.compile(fn, dynamic=False)(x, dy)
+    assert_close(out.double(), fn(x.double(), dy.double()), torch.float32, what="column sum")
+    records = tilec.report()
+    check_records(records, autotune.candidates(hopper(), None, decline=True, reduction=False))
+    assert all("xblock=1" not in (r.autotune or r.reason or "") for r in records), records

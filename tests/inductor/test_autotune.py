@@ -120,3 +120,31 @@ def test_random_args_have_the_kernels_layouts() -> None:
     # a symbolic layout, at the sizes the kernel is timed for
     x, *_ = autotune.random_args(lowered, torch.device("cpu"), {"arg0_1": ((6, 1000), (1024, 1), 3)})
     assert (x.shape, x.stride(), x.storage_offset(), x.dtype) == ((6, 1000), (1024, 1), 3, torch.bfloat16)
+
+
+def _agree_on_rank(rank: int, world: int, store: str, out: str) -> None:
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    try:
+        mine = autotune.Tuned(f"triton{{xblock={rank + 1}}}", {"stock": 1.0 + rank})
+        got = [autotune.agree(mine), autotune.agree(None if rank == 0 else mine), autotune.agree(mine)]
+        lines = [repr(None) if t is None else f"{t.winner} {t.ms} {t.rank0}" for t in got]
+        Path(out, f"{rank}.txt").write_text("\n".join(lines))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_every_rank_takes_rank_0s_choice(tmp_path: Path) -> None:
+    """Under torch.distributed each autotuned kernel's choice is rank 0's (one broadcast per kernel,
+    in compile order), even where another rank timed a different winner; where rank 0 could not
+    choose, no rank does (the chooser's rules decide everywhere)."""
+    import torch.multiprocessing as mp
+
+    world = 3
+    mp.spawn(_agree_on_rank, args=(world, str(tmp_path / "store"), str(tmp_path)), nprocs=world, join=True)
+    results = [(tmp_path / f"{r}.txt").read_text().splitlines() for r in range(world)]
+    assert results[0] == ["triton{xblock=1} {'stock': 1.0} False", "None", "triton{xblock=1} {'stock': 1.0} False"]
+    for r in range(1, world):
+        assert results[r] == ["triton{xblock=1} {'stock': 1.0} True", "None", "triton{xblock=1} {'stock': 1.0} True"]
+    assert autotune.agree(autotune.Tuned("gluon")) == autotune.Tuned("gluon")  # no process group: unchanged

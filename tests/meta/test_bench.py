@@ -147,3 +147,23 @@ def test_residual_fused_norms_count_both_inputs_and_both_outputs(bench) -> None:
     assert bench.model_bytes("add_rmsnorm", 4096, 2048, 2) == (4 * 4096 * 2048 + 2048) * 2
     assert bench.model_bytes("add_layernorm", 4096, 2048, 2) == (4 * 4096 * 2048 + 2 * 2048) * 2
     assert set(bench.DEFAULT_OPS) < set(bench.OPS)
+
+
+def test_backward_cases_and_bytes(bench) -> None:
+    cases = list(bench.cases(list(bench.DEFAULT_BWD_OPS), None, ["bf16"]))
+    assert ("rmsnorm_bwd", 2048, 65536, "bf16") in cases
+    assert len(cases) == len(bench.DEFAULT_BWD_OPS) * len(bench.BWD_SUITE)
+    assert bench.model_bytes("layernorm_bwd", 4, 8, 2) == 3 * 4 * 8 * 2  # x, dy read; dx written
+
+
+def test_backward_reference_is_autograd_in_float64(bench) -> None:
+    import torch
+
+    x, w, dy = torch.randn(3, 8), torch.randn(8), torch.randn(3, 8)
+    dx, dw = bench.reference("rmsnorm_bwd", [x, w, dy])
+    xd, wd = x.double().requires_grad_(), w.double().requires_grad_()
+    want = torch.autograd.grad(bench.rmsnorm(xd, wd), (xd, wd), dy.double())
+    assert torch.allclose(dx.double(), want[0]) and torch.allclose(dw.double(), want[1])
+    assert dx.dtype == dw.dtype == torch.float32
+    call = bench.gradients(bench.softmax, [x, dy])
+    assert torch.equal(call()[0], call()[0])  # the graph is kept: the backward runs again

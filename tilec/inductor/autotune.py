@@ -22,6 +22,9 @@ layouts, the candidates, the pipelines, the GPU and the versions of torch, Trito
 second compile of the same kernel — the same layer again, another process, another day — times
 nothing. Remove the folder to time again.
 
+Under torch.distributed with several ranks every rank takes rank 0's choice (`agree`: one
+broadcast per kernel tuned), so that no rank's timing noise gives it other kernels than the rest.
+
 Autotuning runs when `tilec.config.autotune` is set or Inductor's `max_autotune` is (as
 torch.compile(mode="max-autotune-no-cudagraphs") sets it), on CUDA only; it replaces the chooser's
 rules (tilec.passes.chooser), which stand for it when it is off.
@@ -72,12 +75,13 @@ class Tuned:
     ms: dict[str, float] = field(default_factory=dict)  # median device ms per candidate timed
     errors: dict[str, str] = field(default_factory=dict)  # candidates that could not be timed, and why
     cached: bool = False  # the choice came from the disk cache
+    rank0: bool = False  # rank 0's choice (and timings), where this rank's differed
 
     def describe(self) -> str:
         """'gluon 0.112 ms, triton 0.118 ms, stock 0.121 ms' (fastest first), with the failures."""
         parts = [f"{c} {ms:.4g} ms" for c, ms in sorted(self.ms.items(), key=lambda kv: kv[1])]
         parts += [f"{c} failed ({e})" for c, e in self.errors.items()]
-        return ", ".join(parts) + (" (cached)" if self.cached else "")
+        return ", ".join(parts) + (" (cached)" if self.cached else "") + (" (rank 0's choice)" if self.rank0 else "")
 
 
 def wanted(device: Any) -> bool:
@@ -89,15 +93,18 @@ def wanted(device: Any) -> bool:
     return bool(cfg.autotune or ic.max_autotune)
 
 
-# plan variants timed beside each emitter's heuristic plan (options of its plan pass) for reduction
-# kernels: one row per program with 4 warps measured best for Gluon on rows of 4-8 KiB
-# (tilec.passes.chooser's rules). A pointwise kernel has none: XBLOCK is its whole block there.
+# plan variants timed beside each emitter's heuristic plan (options of its plan pass) for row
+# reductions: one row per program with 4 warps measured best for Gluon on rows of 4-8 KiB
+# (tilec.passes.chooser's rules). A pointwise kernel has none: XBLOCK is its whole block there; nor
+# has a column reduction (one column per program ran 4-15x slower than its plan on every weight
+# gradient of bench/results/2026-11-25-columns).
 PLAN_VARIANTS = {"gluon": ["xblock=1,num_warps=4"], "triton": []}
 
 
 def candidates(hopper: bool, forced: str | None, decline: bool, reduction: bool = True) -> list[str]:
     """The candidates for a kernel: each emitter tilec may use here with its heuristic plan and, for
-    a reduction, its plan variants ("gluon{xblock=1,num_warps=4}"), and stock unless decline is off."""
+    a row reduction, its plan variants ("gluon{xblock=1,num_warps=4}"), and stock unless decline is
+    off."""
     emitters = [forced] if forced else (["gluon", "triton"] if hopper else ["triton"])
     variants = PLAN_VARIANTS if reduction else {}
     out = [c for e in emitters for c in [e, *(f"{e}{{{v}}}" for v in variants.get(e, []))]]
@@ -260,7 +267,27 @@ def tune(
 
     index = device.index if device.index is not None else torch.cuda.current_device()
     with torch.cuda.device(index):
-        return _tune(scheduling, features, lowered, torch.device("cuda", index), cands, plan_for)
+        return agree(_tune(scheduling, features, lowered, torch.device("cuda", index), cands, plan_for))
+
+
+def agree(tuned: Tuned | None) -> Tuned | None:
+    """Every rank's choice is rank 0's, under torch.distributed with more than one rank: timings
+    differ from rank to rank by noise, and ranks whose kernels differ compute different results
+    (or, with a collective inside a graph, wait on each other forever). One broadcast per kernel
+    tuned, whether this rank timed it or read its disk cache: every rank compiles the same graphs,
+    in the same order, so every rank makes the same broadcasts."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+        return tuned
+    box: list[Any] = [None if tuned is None else (tuned.winner, tuned.ms, tuned.errors)]
+    dist.broadcast_object_list(box, src=0)
+    if box[0] is None:
+        return None  # rank 0 could not choose: the chooser's rules decide, on every rank alike
+    winner, ms, errors = box[0]
+    if tuned is not None and tuned.winner == winner:
+        return tuned
+    return Tuned(winner, ms, errors, rank0=True)
 
 
 def _tune(
