@@ -739,6 +739,15 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _has_transformers(what: str) -> bool:
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        print(f"tilec bench {what}: needs transformers (pip install transformers)", file=sys.stderr)
+        return False
+    return True
+
+
 def _models(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import models
@@ -764,10 +773,7 @@ def _models(args: argparse.Namespace) -> int:
         if not torch.cuda.is_available():
             print("tilec bench --models: needs a CUDA GPU (or --device cpu --size tiny)", file=sys.stderr)
             return 2
-    try:
-        import transformers  # noqa: F401
-    except ImportError:
-        print("tilec bench --models: needs transformers (pip install transformers)", file=sys.stderr)
+    if not _has_transformers("--models"):
         return 2
     if args.dynamic and args.device == "cpu":
         print("tilec bench --models: --dynamic needs a GPU", file=sys.stderr)
@@ -811,10 +817,7 @@ def _distributed(args: argparse.Namespace) -> int:
     if args.steps < 1:
         print("tilec bench --distributed: --steps must be at least 1", file=sys.stderr)
         return 2
-    try:
-        import transformers  # noqa: F401
-    except ImportError:
-        print("tilec bench --distributed: needs transformers (pip install transformers)", file=sys.stderr)
+    if not _has_transformers("--distributed"):
         return 2
     return int(distributed.main(Path(args.out), wraps, args.size, args.steps, args.device))
 

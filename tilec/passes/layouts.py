@@ -47,18 +47,10 @@ def parent_layout(rows: int, cols: int, num_warps: int, vec: int) -> BlockedLayo
 
 def column_layout(rows: int, cols: int, num_warps: int, vec: int) -> BlockedLayout:
     """A column-major blocked layout for [rows, cols] tiles whose memory is contiguous along the
-    rows (dimension 0): `vec` neighbouring rows per thread, a warp across rows first, the rest of
-    the warp and the warps down the columns."""
-    vec = max(1, min(vec, rows))
-    while True:
-        tr = min(WARP_SIZE, max(1, rows // vec))
-        tc = WARP_SIZE // tr
-        if tc <= cols or vec == 1:
-            break
-        vec //= 2
-    wr = min(num_warps, _pow2_floor(max(1, rows // (vec * tr))))
-    wc = num_warps // wr
-    return BlockedLayout((vec, 1), (tr, tc), (wr, wc), (0, 1))
+    rows (dimension 0): `parent_layout` of the transposed tile, transposed — `vec` neighbouring
+    rows per thread, a warp across the rows first, warps stacked down the columns."""
+    t = parent_layout(cols, rows, num_warps, vec)
+    return BlockedLayout(t.size_per_thread[::-1], t.threads_per_warp[::-1], t.warps_per_cta[::-1], (0, 1))
 
 
 def flat_layout(num_warps: int, vec: int) -> BlockedLayout:
