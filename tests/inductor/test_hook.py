@@ -180,11 +180,14 @@ def _chain(e: BaseException | None) -> list[BaseException]:
     return out
 
 
-def test_a_scalar_passed_by_value_is_declined_not_loaded() -> None:
+def test_a_scalar_passed_by_value_is_a_scalar_parameter() -> None:
     """A 0-d CPU tensor (a loss's divisor computed with `.item()`, the scale below) reaches the
-    kernel as a Python number (the wrapper writes `s.item()`): tilec declines the kernel instead of
-    loading through the number as a pointer."""
-    from tilec.frontend.reasons import SCALAR_ARGUMENT
+    kernel as a Python number (the wrapper writes `s.item()`): on the CPU path it is a scalar
+    parameter of the kernel, in the buffer's place among the pointers, and the result equals
+    eager's."""
+    from tilec.frontend import Lowered
+    from tilec.frontend.capture import capture
+    from tilec.ir.types import PointerType
 
     def scaled_softmax(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
         return torch.softmax(x / s, -1)
@@ -193,4 +196,12 @@ def test_a_scalar_passed_by_value_is_declined_not_loaded() -> None:
     result = check_function(scaled_softmax, [x, s])
     assert result.ok, result.message
     (rec,) = result.records
-    assert not rec.taken and rec.reason == SCALAR_ARGUMENT
+    assert rec.taken, rec.reason
+    (k,) = capture(scaled_softmax, [x, s], device="cpu", strict=True)
+    lowered = k.result
+    assert isinstance(lowered, Lowered)
+    value = [a for a in lowered.args if a.access == "value"]
+    assert [(a.dtype, a.is_read, a.is_written) for a in value] == [("f32", False, False)]
+    params = {p.name_hint: p for p in lowered.kernel.params}
+    assert not isinstance(params[value[0].param].type, PointerType)
+    assert [a.param for a in lowered.args] == [p.name_hint for p in lowered.kernel.params][: len(lowered.args)]

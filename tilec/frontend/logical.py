@@ -148,7 +148,7 @@ class LogicalBuilder:
         self.loop: Loop | None = None
         self.conditions: list[TV] = []  # masks of the enclosing `masked` sub-blocks
         self.params: dict[str, Value] = {}
-        self.size_params: dict[str, TV] = {}  # scalar size parameters, by name
+        self.size_params: dict[str, TV] = {}  # scalar parameters (sizes, values passed by value), by name
         self.protected: set[int] = set()  # prologue values kept even when unused
         self._prologue()
 
@@ -219,6 +219,12 @@ class LogicalBuilder:
         """The scalar kernel parameter `name` (index dtype) holding a size the launch passes."""
         if name not in self.size_params:
             self.size_params[name] = TV(self.kernel.add_param(name, self.index_dtype), "")
+        return self.size_params[name]
+
+    def scalar_param(self, name: str, dtype: DType) -> TV:
+        """The scalar kernel parameter `name` of `dtype`: a value the launch passes (`x.item()`)."""
+        if name not in self.size_params:
+            self.size_params[name] = TV(self.kernel.add_param(name, dtype), "")
         return self.size_params[name]
 
     def cast(self, t: TV, dtype: DType, hint: str = "cast") -> TV:

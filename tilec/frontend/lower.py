@@ -450,7 +450,7 @@ class KernelBuilder:
                 return rec.value
             self.must_keep.add(name)  # written in an earlier loop: read it back from memory
         if _passed_by_value(name):
-            raise UnsupportedError(SCALAR_ARGUMENT)
+            return self._scalar_argument(name)
         param = self.kargs.input(name)
         self._note_access(param, "load", index)
         offsets = self.translate(index)
@@ -458,6 +458,16 @@ class KernelBuilder:
         value = self.lb.load(param, self._dtype(name), offsets, read_only=read_only)
         self.load_info.setdefault(id(value.value), (self._broadcast(index, offsets), self.accesses[-1].strides))
         return value
+
+    def _scalar_argument(self, name: str) -> TV:
+        """A buffer the wrapper passes by value (`buf.item()`: a 0-d CPU tensor), read as the
+        scalar parameter it is. On the CPU path only: the GPU launcher binds only tensors and
+        integer sizes as per-call arguments, and this has not been run on a GPU."""
+        from torch._inductor.virtualized import V
+
+        if V.graph.get_current_device_or_throw().type != "cpu":
+            raise UnsupportedError(SCALAR_ARGUMENT)
+        return self.lb.scalar_param(self.kargs.input(name), self._dtype(name))
 
     def _broadcast(self, index: sympy.Expr, offsets: TV) -> bool:
         """Whether a load reads the same element for several iterations (stock codegen's
@@ -593,9 +603,11 @@ class KernelBuilder:
                 writes.add(id(op.ptr))
         args = []
         for p in kernel.params:
-            if not isinstance(p.type, PointerType):  # a symbolic size: Lowered.sizes
-                continue
             assert p.name_hint is not None
+            if not isinstance(p.type, PointerType):  # a symbolic size (Lowered.sizes), or a value
+                if p.name_hint in self.buffers and isinstance(p.type, DType):
+                    args.append(KernelArg(p.name_hint, self.buffers[p.name_hint], "value", p.type.name, (), (), 0))
+                continue
             access = "read_write" if id(p) in reads and id(p) in writes else "write" if id(p) in writes else "read"
             buffer = self.buffers.get(p.name_hint, "?")
             shape, strides, offset = _layout(buffer)

@@ -31,7 +31,10 @@ REDUCTION_OUTSIDE_LOOP = "a reduction outside the kernel's reduction dimension i
 SPLIT_REDUCTION_PARTIALS = "a reduction of value tuples (split-reduction partials) is not supported"
 MASKED_BODY = "a masked sub-block tilec cannot express"
 RELOAD_OTHER_INDEX = "a buffer stored in the kernel is reloaded at another index"
-SCALAR_ARGUMENT = "a 0-d CPU tensor passed to the kernel by value (the wrapper's `.item()`) is not supported"
+SCALAR_ARGUMENT = (
+    "a 0-d CPU tensor passed to a GPU kernel by value (the wrapper's `.item()`) is not supported "
+    "(on the CPU path it is a scalar parameter)"
+)
 CANNOT_SPLIT_RANGES = "a node's iteration ranges do not map onto the kernel's (x, r) space"
 INTERNAL_ERROR = "internal error in tilec.lower"
 

@@ -17,11 +17,12 @@ class Unsupported:
 
 @dataclass(frozen=True)
 class KernelArg:
-    """A pointer parameter of the kernel and the Inductor buffer the wrapper passes for it."""
+    """A buffer parameter of the kernel and the Inductor buffer the wrapper passes for it: a
+    pointer, or (access "value", on the CPU path) a scalar the wrapper passes as `buf.item()`."""
 
     param: str  # "in_ptr0", "out_ptr2", "in_out_ptr0"
     buffer: str  # the buffer name in the wrapper ("arg0_1", "buf3")
-    access: str  # "read", "write" or "read_write"
+    access: str  # "read", "write", "read_write" or "value"
     dtype: str  # tilec dtype name of the elements
     # the buffer's layout (elements), None where Inductor does not know it statically
     shape: tuple[int, ...] | None = None
