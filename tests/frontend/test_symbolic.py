@@ -251,7 +251,7 @@ def test_a_symbolic_reduction_length_is_the_loop_bound() -> None:
 
 @pytest.mark.parametrize("name", list(SIZED))
 @settings(max_examples=examples(4), deadline=None)
-@given(dims=st.tuples(st.integers(1, 40), st.integers(1, 40), st.integers(1, 24)))
+@given(dims=st.tuples(st.integers(1, 16), st.integers(1, 16), st.integers(1, 12)))
 @example(dims=BASE)
 @example(dims=(1, 1, 1))
 @example(dims=(40, 3, 24))
