@@ -217,12 +217,11 @@ class LogicalBuilder:
 
     def size_param(self, name: str) -> TV:
         """The scalar kernel parameter `name` (index dtype) holding a size the launch passes."""
-        if name not in self.size_params:
-            self.size_params[name] = TV(self.kernel.add_param(name, self.index_dtype), "")
-        return self.size_params[name]
+        return self.scalar_param(name, self.index_dtype)
 
     def scalar_param(self, name: str, dtype: DType) -> TV:
-        """The scalar kernel parameter `name` of `dtype`: a value the launch passes (`x.item()`)."""
+        """The scalar kernel parameter `name` of `dtype`: a size, or a value the launch passes
+        (`x.item()`)."""
         if name not in self.size_params:
             self.size_params[name] = TV(self.kernel.add_param(name, dtype), "")
         return self.size_params[name]

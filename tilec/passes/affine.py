@@ -132,9 +132,10 @@ def local_stride(v: Value, dim: int) -> int | None:
         a = local_stride(op.lhs, dim)
         if op.name in ("tile.rem", "tile.div"):
             k = const_value(op.rhs)
+            # a positive constant, or a scalar parameter (a size: positive)
             positive = (isinstance(k, int) and k >= 1) or (k is None and isinstance(op.rhs.type, DType))
             if not positive or a is None:
-                return None  # a scalar divisor: a size parameter, positive
+                return None
             return a if op.name == "tile.rem" or k == 1 else 0
         b = local_stride(op.rhs, dim)
         if a is None or b is None:

@@ -132,12 +132,13 @@ class Plan(Pass):
         for kernel in module.kernels:
             self.plan(kernel)
 
-    def choose(self, kernel: Kernel) -> dict[str, int]:
+    def choose(self, kernel: Kernel, columns: bool = False) -> dict[str, int]:
+        """The block sizes; `columns`: the kernel is a column reduction (`reads_columns`)."""
         cx = dict(kernel.constexprs)
         values: dict[str, int] = {}
         rnumel = reduction_numel(kernel)
         xnumel = x_numel(kernel)
-        if "RBLOCK" in cx and "XBLOCK" in cx and reads_columns(kernel):
+        if columns and "XBLOCK" in cx:
             return self.checked(kernel, self.choose_columns(cx, xnumel, rnumel))
         if "RBLOCK" in cx and cx["RBLOCK"] is None:
             if self.rblock is not None:
@@ -187,7 +188,8 @@ class Plan(Pass):
     def plan(self, kernel: Kernel) -> None:
         if kernel.launch.num_warps is not None and all(v is not None for v in kernel.constexprs.values()):
             return  # already planned
-        values = self.choose(kernel)
+        columns = "RBLOCK" in kernel.constexprs and reads_columns(kernel)
+        values = self.choose(kernel, columns)
         bind_constexprs(kernel, values)
         unbound = [k for k, v in kernel.constexprs.items() if v is None]
         if unbound:
@@ -207,6 +209,5 @@ class Plan(Pass):
             elems = max(rows * cols, xb)
             warps = max(1, min(16, _pow2_floor(elems // (32 * self.elems_per_thread))))
         kernel.launch.num_warps = warps
-        columns = "RBLOCK" in kernel.constexprs and reads_columns(kernel)
         parent = (column_layout if columns else parent_layout)(rows, cols, warps, vec)
         assign_layouts(kernel, parent, flat_layout(warps, min(vec, max(1, xb // (32 * warps)))))
