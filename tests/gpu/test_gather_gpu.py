@@ -1,5 +1,6 @@
-"""On the GPU: gathers and rotary embeddings, with each emitter. The kernels Inductor fuses an
-embedding, a cross-entropy target gather or a rotary embedding into are taken and equal eager; an
+"""On the GPU: gathers, scatters that add and rotary embeddings, with each emitter. The kernels
+Inductor fuses an embedding, its weight gradient (atomic adds), a cross-entropy target gather or a
+rotary embedding into are taken and equal eager; an
 index out of range stops the kernel as it stops stock's (a device-side assert). Also a boolean row
 read in two phases and a pad's range masks."""
 
@@ -23,6 +24,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("hooked")]
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples"))
 
+import embedding_backward  # noqa: E402
 import embedding_rmsnorm  # noqa: E402
 import rotary  # noqa: E402
 
@@ -44,6 +46,11 @@ def masked_rows(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
     return y / y.sum(-1, keepdim=True) * m
 
 
+def embedding_dense_backward(grad: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """The table gradient as autograd computes it (bf16 out: accumulated in f32, then cast)."""
+    return torch.ops.aten.embedding_dense_backward(grad, ids, 32000, -1, False)
+
+
 def padded(x: torch.Tensor) -> torch.Tensor:
     return F.pad(x, (2, 3)) * 2  # range masks: Inductor's `and_`
 
@@ -56,6 +63,21 @@ def cases() -> dict[str, tuple]:
         "embedding-rmsnorm": (
             embedding_rmsnorm.forward,
             [t.cuda() for t in embedding_rmsnorm.example_inputs((1000, 2048), bf16)],
+        ),
+        # 4096 tokens over 100 ids: every row of the table gradient that is touched is added to ~40 times
+        "embedding-backward": (
+            embedding_backward.forward,
+            [
+                torch.randint(0, 100, (4096,), device="cuda", generator=g),
+                torch.randn(4096, 1024, device="cuda", dtype=bf16),
+            ],
+        ),
+        "embedding-dense-backward": (
+            embedding_dense_backward,
+            [
+                torch.randn(4, 1024, 512, device="cuda", dtype=bf16),
+                torch.randint(0, 32000, (4, 1024), device="cuda", generator=g),
+            ],
         ),
         "rotary": (rotary.forward, [t.cuda() for t in rotary.example_inputs((2, 8, 256, 128), bf16)]),
         "cross-entropy": (cross_entropy, [torch.randn(512, 32000, device="cuda", dtype=bf16), labels]),
@@ -75,7 +97,17 @@ def cases() -> dict[str, tuple]:
 
 
 @pytest.mark.parametrize(
-    "name", ["embedding-rmsnorm", "rotary", "cross-entropy", "negative-rows-softmax", "masked-rows", "pad"]
+    "name",
+    [
+        "embedding-rmsnorm",
+        "embedding-backward",
+        "embedding-dense-backward",
+        "rotary",
+        "cross-entropy",
+        "negative-rows-softmax",
+        "masked-rows",
+        "pad",
+    ],
 )
 @pytest.mark.parametrize("emitter", EMITTERS)
 def test_gathers_equal_eager_with_every_kernel_taken(emitter: str, name: str) -> None:

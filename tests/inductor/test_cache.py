@@ -101,8 +101,10 @@ CACHED_MODEL = textwrap.dedent(
     torch._inductor.config.force_disable_caches = False
 
     def model(x, w, idx):
-        y = torch.softmax(x * 2, -1)
-        z = y.index_add(0, idx, x) + 1  # an accumulating scatter (atomic adds): tilec declines it, C++ has it
+        # random numbers on the CPU: tilec declines the kernel they are in, C++ has it (scaled by
+        # 1e-30, far below an ulp of the softmax: the results and the gradients stay eager's)
+        y = torch.softmax(x * 2, -1) + 1e-30 * torch.rand_like(x)
+        z = y.index_add(0, idx, x) + 1  # an accumulating scatter (atomic adds)
         return z * torch.rsqrt(z.pow(2).mean(-1, keepdim=True) + 1e-6) * w
 
     torch.manual_seed(0)
@@ -151,4 +153,4 @@ def test_records_survive_the_caches_in_a_new_process(tmp_path: Path) -> None:
     records = cold["report"]
     assert {r["graph"] for r in records} == {1, 2}  # the forward and the backward
     assert {r["taken"] for r in records} == {True, False}
-    assert all(r["taken"] or r["reason"] == "atomic stores are not supported" for r in records)
+    assert all(r["taken"] or r["reason"].startswith("random numbers on the CPU") for r in records)

@@ -69,7 +69,6 @@ def bf16_round_trip(x: torch.Tensor) -> torch.Tensor:
 
 
 bf16, f16 = torch.bfloat16, torch.float16
-ATOMIC = reasons.ATOMIC_STORE
 
 CORPUS = [
     # norms and softmaxes: tilec's workloads
@@ -143,9 +142,7 @@ CORPUS = [
     Case(
         "index_add",
         lambda x, s, i: x.index_add(0, i, s),
-        lambda: [randn(M, N), randn(4, N), torch.tensor([0, 2, 2, 5])],
-        ATOMIC,
-        ATOMIC,
+        lambda: [randn(M, N), randn(4, N), torch.tensor([0, 2, 2, 5])],  # a repeated index: atomic adds
     ),
     Case("roll", lambda x: torch.roll(x, 3, -1) * x, lambda: [randn(M, N)], cuda=UNTRACEABLE),
     # scans and sorts: Inductor's C++ backend calls ATen for them (no kernel); on CUDA they are kernels

@@ -15,6 +15,7 @@ from examples import example as row_example
 from examples import run_chain
 from tilec.ir import Kernel
 from tilec.ir.layouts import BlockedLayout
+from tilec.ir.ops import ForOp, ReduceOp
 from tilec.ir.types import TileType
 from tilec.passes.plan import reads_columns
 from tilec.testing import assert_close
@@ -103,3 +104,44 @@ def test_the_partial_sums_are_planned_along_columns() -> None:
     assert not reads_columns(row.lowered.kernel)
     row_layout = parent(row.kernel("gluon-default"))
     assert row_layout is not None and row_layout.order == (1, 0)
+
+
+def test_the_partial_sums_accumulate_whole_tiles() -> None:
+    """In the default pipelines the column partial sums are carried as [XBLOCK, RBLOCK] tiles and
+    reduced once, after the loop; RMSNorm's row kernel keeps one reduction per chunk."""
+    inputs = _inputs("product_grad", 4096, 2048, torch.bfloat16)
+    for pipeline in ("gluon-default", "triton-default"):
+        _, _, kernels = run_chain(product_grad, inputs, pipeline=pipeline)
+        loops = [op for op in kernels[0].walk() if isinstance(op, ForOp)]
+        assert loops and all(isinstance(r.type, TileType) and r.type.rank == 2 for op in loops for r in op.results)
+        assert not any(isinstance(op, ReduceOp) for loop in loops for op in loop.body.walk()), pipeline
+    row = row_example("rmsnorm", 64, 1000).kernel("plan{max_rblock=256,chunk=256},accumulate")
+    assert any(isinstance(op, ReduceOp) for loop in row.walk() if isinstance(loop, ForOp) for op in loop.body.walk())
+
+
+ROW_FUNCTIONS = {"rmsnorm_weight_grad": rmsnorm_weight_grad, "row_sum": lambda x, dy: (x.float() * dy.float()).sum(-1)}
+
+
+@settings(max_examples=examples(6), deadline=None)
+@given(
+    name=st.sampled_from(sorted(ROW_FUNCTIONS)),
+    rows=st.sampled_from([1, 5, 70]),
+    cols=st.sampled_from([300, 1000, 1100]),
+    chunk=st.sampled_from([64, 256]),
+)
+def test_rows_accumulated_whole_equal_eager(name: str, rows: int, cols: int, chunk: int) -> None:
+    """`accumulate{columns_only=false}` on row kernels too (row sums in chunks, masked tails
+    included): the same sums, regrouped."""
+    inputs = _inputs("product_grad", rows, cols, torch.bfloat16)
+    fn = ROW_FUNCTIONS[name]
+    pipeline = f"plan{{max_rblock={chunk},chunk={chunk}}},accumulate{{columns_only=false}},canonicalize,peel,canonicalize,cse,dce"
+    got, _, kernels = run_chain(fn, inputs, pipeline=pipeline)
+    assert any(
+        isinstance(r.type, TileType) and r.type.rank == 2
+        for k in kernels
+        for op in k.walk()
+        if isinstance(op, ForOp)
+        for r in op.results
+    )
+    want = fn(*[t.double() for t in inputs])
+    assert_close(got.double().reshape(want.shape), want, got.dtype, what=f"{name} {rows}x{cols} chunk {chunk}")

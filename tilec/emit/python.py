@@ -22,6 +22,7 @@ from tilec.ir.ops import (
     ArgCombineOp,
     ArgReduceOp,
     AssertOp,
+    AtomicAddOp,
     BitcastOp,
     BroadcastOp,
     CastOp,
@@ -578,6 +579,15 @@ def _store(e: PythonEmitter, o: Operation, d: int) -> None:
     ptr, offs, val = e.n(o.ptr), e.n(o.offsets), e.n(o.value)
     mask = f", mask={e.n(o.mask)}" if o.mask is not None else ""
     e.emit(d, f"{e.L}.store({ptr} + {offs}, {val}{mask})", o)
+
+
+@op("tile.atomic_add")
+def _atomic_add(e: PythonEmitter, o: Operation, d: int) -> None:
+    # relaxed, as Inductor's scatters: only the sum matters, nothing is ordered by it
+    assert isinstance(o, AtomicAddOp)
+    ptr, offs, val = e.n(o.ptr), e.n(o.offsets), e.n(o.value)
+    mask = f", mask={e.n(o.mask)}" if o.mask is not None else ""
+    e.emit(d, f'{e.L}.atomic_add({ptr} + {offs}, {val}{mask}, sem="relaxed")', o)
 
 
 @op("tile.reduce")

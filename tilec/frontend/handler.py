@@ -18,7 +18,6 @@ from torch._inductor.ops_handler import DefaultHandler
 from tilec.frontend.dtypes import compute_dtype, promote, to_tilec
 from tilec.frontend.logical import TV, LogicalBuilder, PendingReduction
 from tilec.frontend.reasons import (
-    ATOMIC_STORE,
     MASKED_BODY,
     RANDOM_INTEGERS,
     SCAN,
@@ -39,6 +38,8 @@ class KernelSink(Protocol):
     def load(self, name: str, index: Any) -> TV: ...
 
     def store(self, name: str, index: Any, value: TV) -> None: ...
+
+    def atomic_add(self, name: str, index: Any, value: TV) -> None: ...
 
     def store_reduction(self, name: str, index: Any, value: Any) -> None: ...
 
@@ -272,9 +273,12 @@ class TileOpsHandler(DefaultHandler):
         return self.lb.cast(value, compute_dtype(value.dtype), hint="wide")
 
     def op_store(self, name: str, index: Any, value: Any, mode: Any = None) -> None:
-        if mode is not None:
-            raise UnsupportedError(ATOMIC_STORE if "atomic" in str(mode) else unsupported_op(f"store mode {mode}"))
-        self.kb.store(name, index, self.tv(value))
+        if mode == "atomic_add":
+            self.kb.atomic_add(name, index, self.tv(value))
+        elif mode is not None:
+            raise UnsupportedError(unsupported_op(f"store mode {mode}"))
+        else:
+            self.kb.store(name, index, self.tv(value))
 
     def op_store_reduction(self, name: str, index: Any, value: Any) -> None:
         self.kb.store_reduction(name, index, value)

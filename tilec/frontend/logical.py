@@ -541,7 +541,8 @@ class LogicalBuilder:
         builder = self.top if ok.loop is None else ok.loop.builder
         builder.create("tile.assert", ok.value, message=message)
 
-    def store(self, param: str, dtype: DType, offsets: TV, value: TV) -> Operation:
+    def store(self, param: str, dtype: DType, offsets: TV, value: TV, atomic: bool = False) -> Operation:
+        """A store of `value` to `param[offsets]` (an atomic add with `atomic`)."""
         dims = "".join(d for d in "xr" if d in offsets.dims or d in value.dims)
         offsets = self.to_dims(offsets, dims) if dims else offsets
         value = self.cast(value, dtype)
@@ -551,7 +552,7 @@ class LogicalBuilder:
         ptr = self.param(param, dtype)
         builder = self.top if self.loop is None else self.loop.builder
         operands = [ptr, offsets.value, value.value] + ([mask.value] if mask is not None else [])
-        op = builder.create("tile.store", *operands)
+        op = builder.create("tile.atomic_add" if atomic else "tile.store", *operands)
         for cache in (self.top_loads, self.loop.loads if self.loop else {}):
             for k in [k for k in cache if k[0] == param]:
                 del cache[k]

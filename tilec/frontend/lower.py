@@ -36,6 +36,7 @@ from tilec.frontend.reasons import (
     RANDOM_ALIGNED_WITH_EAGER,
     RANDOM_BLOCK_DEPENDENT,
     RANDOM_ON_CPU,
+    RELOAD_ATOMIC,
     RELOAD_OTHER_INDEX,
     SCALAR_ARGUMENT,
     UnsupportedError,
@@ -127,6 +128,7 @@ class KernelBuilder:
         self.node_schedule = list(features.node_schedule)
         self.name = name
         self.stored: dict[str, _Stored] = {}
+        self.atomic_names: set[str] = set()  # buffers added to atomically: never read back
         self.store_names: dict[str, None] = {}  # ordered set
         self.store_ops: list[tuple[str, Any]] = []
         self.must_keep: set[str] = set()
@@ -440,6 +442,8 @@ class KernelBuilder:
 
     def load(self, name: str, index: sympy.Expr) -> TV:
         index = self.simplify(index)
+        if name in self.atomic_names:
+            raise UnsupportedError(RELOAD_ATOMIC)
         rec = self.stored.get(name)
         if rec is not None:
             if not self._same_index(rec.index, index):
@@ -506,6 +510,15 @@ class KernelBuilder:
         param = self._begin_store(name, index, value)
         if param is not None:
             op = self.lb.store(param, self._dtype(name), self.translate(self.simplify(index)), value)
+            self.store_ops.append((name, op))
+
+    def atomic_add(self, name: str, index: sympy.Expr, value: TV) -> None:
+        """`store(..., mode="atomic_add")`: a scatter that accumulates (the embedding's weight
+        gradient, `index_add_`), each element added atomically."""
+        param = self._begin_store(name, index, value)
+        self.atomic_names.add(name)
+        if param is not None:
+            op = self.lb.store(param, self._dtype(name), self.translate(self.simplify(index)), value, atomic=True)
             self.store_ops.append((name, op))
 
     def store_reduction(self, name: str, index: sympy.Expr, value: Any) -> None:

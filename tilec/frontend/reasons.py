@@ -10,7 +10,7 @@ DYNAMIC_SHAPE = (
     "sizes that are not expressions of the graph's size symbols (data-dependent or float symbols) are not supported"
 )
 INDIRECT_INDEXING = "indirect indexing (gather, scatter, embedding) is not supported"
-ATOMIC_STORE = "atomic stores are not supported"
+RELOAD_ATOMIC = "a buffer the kernel adds to atomically is read back in the same kernel"
 SCAN = "scans (cumsum, cumprod, ...) are not supported"
 SORT = "sorts are not supported"
 RANDOM_ON_CPU = (

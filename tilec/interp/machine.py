@@ -22,6 +22,7 @@ from tilec.ir.dtypes import DType, Type
 from tilec.ir.expr import IntExpr, evaluate
 from tilec.ir.ops import (
     AssertOp,
+    AtomicAddOp,
     CtaBarrierOp,
     FenceAsyncSharedOp,
     ForOp,
@@ -321,6 +322,13 @@ def _store(p: Program, op: StoreOp, args: Operands, env: dict[int, Any], agent: 
     ptr, offsets, value = args.ptr, args.offsets, args.value
     mask = args.mask if args.mask is not None else torch.ones((), dtype=torch.bool)
     ptr.store(op, offsets, value, mask)
+    return []
+
+
+@effect(AtomicAddOp)
+def _atomic_add(p: Program, op: AtomicAddOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
+    mask = args.mask if args.mask is not None else torch.ones((), dtype=torch.bool)
+    args.ptr.add(op, args.offsets, args.value, mask)
     return []
 
 

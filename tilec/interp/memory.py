@@ -102,6 +102,15 @@ class GlobalPtr:
         value = value.to(self.flat.dtype).expand(offsets.shape)
         self.flat[offsets[mask]] = value[mask]
 
+    def add(self, op: Operation, offsets: Tensor, value: Tensor, mask: Tensor) -> None:
+        """An atomic add per element: every lane naming an element adds to it (in lane order;
+        the hardware's order is unspecified, so results may differ in the last bits)."""
+        offsets = offsets.long()
+        mask = mask.expand(offsets.shape)
+        self.check(op, offsets, mask, "adds to")
+        value = value.to(self.flat.dtype).expand(offsets.shape)
+        self.flat.index_put_((offsets[mask],), value[mask], accumulate=True)
+
 
 @dataclass
 class Descriptor:

@@ -1,6 +1,7 @@
 """IR → IR passes, their registry and named pipelines."""
 
 from tilec.passes import (  # noqa: F401  (register the passes)
+    accumulate,
     canonicalize,
     cse,
     dce,

@@ -12,6 +12,9 @@ GLUON_DEFAULT = [
     # concrete block sizes, warps and layouts first: every later pass works on real shapes; a row
     # block's rows fit in shared memory (128 KiB), so reuse can cache them
     "plan{row_block_bytes=131072}",
+    # a column reduction's running sums carried as whole tiles: one cross-warp reduction per loop,
+    # not one per chunk (rows are left alone)
+    "accumulate",
     "canonicalize",  # loops of one chunk inline, masks the plan made trivial fold
     "peel",  # a partial last chunk: a full-chunk main loop and a masked tail
     "canonicalize",  # the main loop's masks fold; the tail inlines
@@ -37,6 +40,7 @@ TRITON_DEFAULT = [
     # over chunks of 8192, one row per program, 16 warps: on the H100 that measured 65-88% of a copy
     # where chunks of 2048 over two rows measured 64-65% (bench/results/2026-11-22-triton-long-rows.md)
     "plan{max_rblock=16384,chunk=8192}",
+    "accumulate",  # as in the Gluon pipeline: a column reduction's sums reduced once per loop
     "canonicalize",  # loops of one chunk inline, masks the plan made trivial fold
     "peel",  # a partial last chunk: a full-chunk main loop and a masked tail
     "canonicalize",  # the main loop's masks fold; the tail inlines
@@ -60,7 +64,12 @@ def gluon_form(
     `persistent`, the ring's `stages` (None: the pass chooses), `warp-specialize`, and whether
     the cache becomes a ring at all. Every form ends with `separate-reads`, as GLUON_DEFAULT does.
     The tests and the variant survey name their forms with it."""
-    parts = [f"plan{{{plan}}}", "canonicalize,peel,canonicalize,cse", f"reuse{{cache={cache}}}", "cse"]
+    parts = [
+        f"plan{{{plan}}}",
+        "accumulate,canonicalize,peel,canonicalize,cse",
+        f"reuse{{cache={cache}}}",
+        "cse",
+    ]
     if not pipelined:
         return ",".join([*parts, "fp32-at-use,dce,separate-reads"])
     if persistent:

@@ -85,15 +85,18 @@ def widest_row_load_bytes(kernel: Kernel) -> int:
 
 def reads_columns(kernel: Kernel) -> bool:
     """Whether the kernel's 2-D loads (full tiles, not a row's or a column's vector) mostly run
-    contiguously along dimension 0 (x) rather than along the reduction (dimension 1)."""
+    contiguously along dimension 0 (x) rather than along the reduction (dimension 1). A load
+    that reads the same element all along one dimension (a per-row statistic in a column
+    kernel: LayerNorm's saved mean in its weight gradient) is a vector broadcast, and no vote."""
     along = [0, 0]
     for op in kernel.walk():
         if not isinstance(op, LoadOp):
             continue
         t = op.result.type
         if isinstance(t, TileType) and t.rank == 2 and 1 not in t.shape:
+            strides = [local_stride(op.offsets, d) for d in (0, 1)]
             for d in (0, 1):
-                along[d] += local_stride(op.offsets, d) == 1
+                along[d] += strides[d] == 1 and strides[1 - d] != 0
     return along[0] > along[1]
 
 

@@ -36,6 +36,8 @@ from tilec.ir.ops.compute import (
 )
 from tilec.ir.ops.control import AssertOp, ForOp, IfOp, WarpSpecializeOp, YieldOp, yielded_values
 from tilec.ir.ops.memory import (
+    ATOMIC_DTYPES,
+    AtomicAddOp,
     CtaBarrierOp,
     FenceAsyncSharedOp,
     LoadOp,
@@ -58,7 +60,9 @@ from tilec.ir.ops.memory import (
 )
 
 __all__ = [
+    "ATOMIC_DTYPES",
     "AssertOp",
+    "AtomicAddOp",
     "CMP_PREDICATES",
     "ELEMENTWISE_OPS",
     "ELEMENTWISE_TABLE",

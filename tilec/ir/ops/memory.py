@@ -92,6 +92,23 @@ class StoreOp(Operation):
             check_mask(self, self.mask, offsets)
 
 
+ATOMIC_DTYPES = ("f32", "f16", "bf16", "i32", "i64")
+
+
+class AtomicAddOp(StoreOp):
+    """Adds value to ptr[offsets] where the mask is true, each element as one atomic
+    read-modify-write: lanes (and programs) that name the same element all add to it, in an
+    unspecified order. A scatter that accumulates (`index_put_(..., accumulate=True)`)."""
+
+    name = "tile.atomic_add"
+
+    def verify_(self) -> None:
+        super().verify_()
+        pointee = _check_offsets(self, self.ptr, self.offsets)
+        if pointee.name not in ATOMIC_DTYPES:
+            raise self.error(f"atomic adds take {', '.join(ATOMIC_DTYPES)}, not {pointee}")
+
+
 # ---------------------------------------------------------------------------------------------
 # Shared memory
 
