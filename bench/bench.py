@@ -2,13 +2,22 @@
 
     tilec bench [--ops rmsnorm,layernorm,softmax] [--shapes 8192x4096,...] [--dtype bf16]
                 [--impls tilec-gluon,compile,...] [--out DIR]
-    tilec bench --bwd [--dtype bf16]    # the backward suite: rmsnorm_bwd, layernorm_bwd, softmax_bwd
+    tilec bench --bwd [--dtype bf16]    # the backward suite: rmsnorm_bwd, layernorm_bwd, softmax_bwd,
+                                        # cross_entropy_train
     python bench/bench.py ...           # the same
 
 A backward op (`rmsnorm_bwd`, ...) is its forward's gradients: the forward is compiled and called
 once, and each timed call is `torch.autograd.grad` of that output for every input (dx and the
 weights' gradients), so it runs AOT autograd's compiled backward alone. Its model bytes are
 3·M·N elements (x and dy read, dx written); its reference is float64 autograd of the eager forward.
+
+Cross-entropy (`cross_entropy`: the mean loss of M rows of logits over a vocabulary of N, with
+`ignore_index` targets, as a language model's loss takes them: `F.cross_entropy(logits.float(),
+labels)`) is also timed as a training step's part, `cross_entropy_train`: each call is the
+compiled forward and the backward of the logits (`torch.autograd.grad` of the loss), reading the
+logits once per pass: model bytes 3·M·N elements (the forward's read, the backward's read and its
+write of the gradient). Liger's cross-entropy writes the gradient over its input during the
+forward; it runs on a copy of the logits of its own, made once.
 
 On a GPU, in one process, per (op, shape, dtype) and implementation: compile (torch.compile with
 `dynamic=False`; Dynamo reset and Inductor's FX-graph cache off, so every compile is a real one and
@@ -63,15 +72,20 @@ SUITE = [
 ]
 SOFTMAX_EXTRA = [(32768, 50257)]  # neither a power of two nor a multiple of 8
 OTHER_DTYPE_SHAPES = [(32768, 2048), (4096, 16384)]
+# cross-entropy: 8192 tokens over the vocabularies of Llama 2, GPT-2, Llama 3 and Gemma
+CROSS_ENTROPY_SUITE = [(8192, 32000), (8192, 50257), (8192, 128256), (8192, 256000)]
+IGNORE_INDEX = -100
 # The backward suite (--bwd): the shapes of the backward targets, bf16
 BWD_SUITE = [(32768, 2048), (8192, 8192), (4096, 32768), (2048, 65536)]
 # A backward op is its forward's gradients, dx and the weights' (torch.autograd.grad of the
 # compiled forward's output): what AOT autograd's backward graph computes, timed alone
 BACKWARD = {"rmsnorm_bwd": "rmsnorm", "layernorm_bwd": "layernorm", "softmax_bwd": "softmax"}
-OPS = ("rmsnorm", "layernorm", "softmax", "add_rmsnorm", "add_layernorm", *BACKWARD)
-# run unless --ops says otherwise: the residual-fused norms are measured on request
+# A training op is its forward and its backward in one call (a loss: nothing flows in)
+TRAIN = {"cross_entropy_train": "cross_entropy"}
+OPS = ("rmsnorm", "layernorm", "softmax", "add_rmsnorm", "add_layernorm", "cross_entropy", *BACKWARD, *TRAIN)
+# run unless --ops says otherwise: the residual-fused norms and cross-entropy are measured on request
 DEFAULT_OPS = ("rmsnorm", "layernorm", "softmax")
-DEFAULT_BWD_OPS = tuple(BACKWARD)
+DEFAULT_BWD_OPS = (*BACKWARD, *TRAIN)
 IMPLS = ("tilec", "tilec-autotune", "tilec-gluon", "tilec-triton", "eager", "compile", "max-autotune", "liger", "copy")
 # run unless --impls says otherwise (tilec-autotune, tilec with its autotuner on, is asked for by name)
 DEFAULT_IMPLS = tuple(i for i in IMPLS if i != "tilec-autotune")
@@ -114,7 +128,15 @@ def add_layernorm(x: Any, r: Any, w: Any, b: Any) -> Any:
     return h, layernorm(h, w, b)
 
 
+def cross_entropy(logits: Any, labels: Any) -> Any:
+    """A language model's loss: the mean over the rows whose label is not ignored."""
+    import torch
+
+    return torch.nn.functional.cross_entropy(logits.float(), labels, ignore_index=IGNORE_INDEX)
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "cross_entropy": cross_entropy,
     "rmsnorm": rmsnorm,
     "layernorm": layernorm,
     "softmax": softmax,
@@ -130,6 +152,10 @@ def make_inputs(op: str, m: int, n: int, dtype: Any) -> list[Any]:
     if op in BACKWARD:
         return [*make_inputs(BACKWARD[op], m, n, dtype), torch.randn(m, n, device="cuda", dtype=dtype)]
     x = torch.randn(m, n, device="cuda", dtype=dtype)
+    if TRAIN.get(op, op) == "cross_entropy":
+        labels = torch.randint(0, n, (m,), device="cuda")
+        labels[::7] = IGNORE_INDEX  # padding
+        return [x, labels]
     if op.startswith("add_"):
         return [x, torch.randn(m, n, device="cuda", dtype=dtype), *make_inputs(op[4:], 1, n, dtype)[1:]]
     if op == "rmsnorm":
@@ -142,7 +168,9 @@ def make_inputs(op: str, m: int, n: int, dtype: Any) -> list[Any]:
 def reference(op: str, inputs: list[Any]) -> Any:
     if op in BACKWARD:  # in float64: the weight gradients sum M rows
         return tuple(g.float() for g in gradients(FUNCTIONS[BACKWARD[op]], [t.double() for t in inputs])())
-    return FUNCTIONS[op](*[t.float() for t in inputs])
+    if op in TRAIN:  # in float32: a float64 copy of 8192 x 256000 logits and its gradient would not fit
+        return train_step(FUNCTIONS[TRAIN[op]], [t.float() if t.is_floating_point() else t for t in inputs])()
+    return FUNCTIONS[op](*[t.float() if t.is_floating_point() else t for t in inputs])
 
 
 def gradients(forward: Callable[..., Any], inputs: list[Any]) -> Callable[..., Any]:
@@ -156,12 +184,30 @@ def gradients(forward: Callable[..., Any], inputs: list[Any]) -> Callable[..., A
     return lambda *_: torch.autograd.grad(out, leaves, dy, retain_graph=True)
 
 
+def train_step(forward: Callable[..., Any], inputs: list[Any]) -> Callable[..., Any]:
+    """A call that runs `forward` (a loss of its first input) and the backward of that input:
+    returns the loss and the first input's gradient."""
+    import torch
+
+    first, *rest = inputs
+
+    def call(*_: Any) -> tuple[Any, Any]:
+        leaf = first.detach().requires_grad_(True)
+        loss = forward(leaf, *rest)
+        (grad,) = torch.autograd.grad(loss, leaf)
+        return loss, grad
+
+    return call
+
+
 def model_bytes(op: str, m: int, n: int, itemsize: int) -> int:
     """Each input read once, each output written once: the residual-fused norms read x and r and
     write the sum and the normalized rows; a backward reads x and dy and writes dx (the weight
     gradients, N each, are not counted)."""
-    if op in BACKWARD:
+    if op in BACKWARD or op in TRAIN:
         return 3 * m * n * itemsize
+    if op == "cross_entropy":
+        return m * n * itemsize
     weights = {"rmsnorm": 1, "layernorm": 2, "softmax": 0, "add_rmsnorm": 1, "add_layernorm": 2}[op]
     rows = 4 if op.startswith("add_") else 2
     return (rows * m * n + weights * n) * itemsize
@@ -202,7 +248,7 @@ def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str |
         return Built(again.fn, first.compile_s, first.note, again.compile_s)
     torch.compiler.reset()
     tilec.reset_report()
-    fn = FUNCTIONS[BACKWARD.get(op, op)]
+    fn = FUNCTIONS[BACKWARD.get(op, TRAIN.get(op, op))]
     # "auto": the product's defaults (the chooser picks the emitter per kernel and declines where
     # stock measured faster); "autotune": the same with the autotuner timing the candidates and
     # stock; "gluon"/"triton": every kernel tilec can take, by that emitter
@@ -219,6 +265,8 @@ def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str |
         compiled = torch.compile(fn, dynamic=False, mode=mode)
         if op in BACKWARD:  # the forward compiles here, the backward at its first call
             compiled = gradients(compiled, inputs)
+        elif op in TRAIN:  # both compile at the first call
+            compiled = train_step(compiled, inputs)
         compiled(*inputs)  # compiles here, under the settings
     torch.cuda.synchronize()
     elapsed = time.perf_counter() - start
@@ -239,7 +287,7 @@ def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str |
     return Built(compiled, elapsed, note)
 
 
-def _liger(op: str) -> Callable[..., Any]:
+def _liger(op: str, inputs: list[Any]) -> Callable[..., Any]:
     if op.startswith("add_"):
         raise UnavailableError("liger-kernel has no residual-fused norm with this interface")
     try:
@@ -252,6 +300,16 @@ def _liger(op: str) -> Callable[..., Any]:
             from liger_kernel.ops.layer_norm import LigerLayerNormFunction
 
             return lambda x, w, b: LigerLayerNormFunction.apply(x, w, b, EPS)
+        if op in ("cross_entropy", "cross_entropy_train"):
+            from liger_kernel.ops.cross_entropy import LigerCrossEntropyFunction
+
+            def liger_ce(logits: Any, labels: Any) -> Any:
+                return LigerCrossEntropyFunction.apply(logits, labels, None, IGNORE_INDEX)[0]
+
+            if op == "cross_entropy":  # without a gradient to compute it leaves the logits alone
+                return liger_ce
+            own = inputs[0].clone()  # it writes the gradient over the logits: a copy of its own, made once
+            return lambda logits, labels: train_step(liger_ce, [own, labels])()
         from liger_kernel.ops.softmax import LigerSoftmaxFunction
 
         return lambda x: LigerSoftmaxFunction.apply(x)
@@ -273,9 +331,13 @@ def build(impl: str, op: str, inputs: list[Any]) -> Built:
     if impl == "max-autotune":
         return _compiled(op, inputs, "max-autotune-no-cudagraphs", None)
     if impl == "eager":
+        if op in TRAIN:
+            return Built(train_step(FUNCTIONS[TRAIN[op]], inputs))
         return Built(gradients(FUNCTIONS[BACKWARD[op]], inputs) if op in BACKWARD else FUNCTIONS[op])
     if impl == "liger":
-        return Built(gradients(_liger(BACKWARD[op]), inputs) if op in BACKWARD else _liger(op))
+        if op in TRAIN:
+            return Built(_liger(op, inputs))
+        return Built(gradients(_liger(BACKWARD[op], inputs), inputs) if op in BACKWARD else _liger(op, inputs))
     raise ValueError(f"unknown implementation {impl!r}")
 
 
@@ -631,6 +693,8 @@ def cases(
         for op in ops:
             if shapes is not None:
                 chosen = shapes
+            elif dtype == "bf16" and TRAIN.get(op, op) == "cross_entropy":
+                chosen = CROSS_ENTROPY_SUITE
             elif dtype == "bf16" and op in BACKWARD:
                 chosen = BWD_SUITE
             elif dtype == "bf16":
@@ -661,7 +725,8 @@ def parser() -> argparse.ArgumentParser:
         "--bwd",
         action="store_true",
         help="the backward suite: each op's dx and weight gradients (autograd of the compiled forward), "
-        f"on {', '.join(f'{m}x{n}' for m, n in BWD_SUITE)} (bf16)",
+        f"on {', '.join(f'{m}x{n}' for m, n in BWD_SUITE)} (bf16), and cross-entropy's forward and backward "
+        f"on {', '.join(f'{m}x{n}' for m, n in CROSS_ENTROPY_SUITE)}",
     )
     p.add_argument("--shapes", type=parse_shapes, help="MxN,... (default: the suite)")
     p.add_argument(

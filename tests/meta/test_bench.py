@@ -152,7 +152,8 @@ def test_residual_fused_norms_count_both_inputs_and_both_outputs(bench) -> None:
 def test_backward_cases_and_bytes(bench) -> None:
     cases = list(bench.cases(list(bench.DEFAULT_BWD_OPS), None, ["bf16"]))
     assert ("rmsnorm_bwd", 2048, 65536, "bf16") in cases
-    assert len(cases) == len(bench.DEFAULT_BWD_OPS) * len(bench.BWD_SUITE)
+    assert ("cross_entropy_train", 8192, 50257, "bf16") in cases  # a vocabulary not a multiple of 8
+    assert len(cases) == len(bench.BACKWARD) * len(bench.BWD_SUITE) + len(bench.CROSS_ENTROPY_SUITE)
     assert bench.model_bytes("layernorm_bwd", 4, 8, 2) == 3 * 4 * 8 * 2  # x, dy read; dx written
 
 
@@ -167,3 +168,22 @@ def test_backward_reference_is_autograd_in_float64(bench) -> None:
     assert dx.dtype == dw.dtype == torch.float32
     call = bench.gradients(bench.softmax, [x, dy])
     assert torch.equal(call()[0], call()[0])  # the graph is kept: the backward runs again
+
+
+def test_cross_entropy_train_step_is_loss_and_logit_gradient(bench) -> None:
+    """Forward and backward in one call; the reference in float32, ignored labels left out of the
+    mean; model bytes: the logits read by each pass and their gradient written."""
+    import torch
+
+    logits = torch.randn(6, 11).bfloat16()
+    labels = torch.tensor([1, -100, 10, 0, -100, 3])
+    loss, grad = bench.reference("cross_entropy_train", [logits, labels])
+    leaf = logits.double().requires_grad_()
+    want = torch.nn.functional.cross_entropy(leaf, labels, ignore_index=-100)
+    assert torch.allclose(loss.double(), want)
+    (g,) = torch.autograd.grad(want, leaf)
+    assert torch.allclose(grad.double(), g, atol=1e-6) and not grad[1].any() and not grad[4].any()
+    step = bench.train_step(bench.cross_entropy, [logits, labels])
+    assert torch.equal(step()[1], step()[1]) and step()[1].dtype == torch.bfloat16
+    assert bench.model_bytes("cross_entropy_train", 8192, 32000, 2) == 3 * 8192 * 32000 * 2
+    assert bench.model_bytes("cross_entropy", 8192, 32000, 2) == 8192 * 32000 * 2

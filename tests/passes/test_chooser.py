@@ -314,7 +314,7 @@ def test_with_plan_sets_options_on_the_plan_pass() -> None:
     from tilec.passes.pipelines import with_plan
 
     text = with_plan("gluon-default", "xblock=1,num_warps=4")
-    assert text.startswith("plan{xblock=1,num_warps=4,row_block_bytes=131072},accumulate,canonicalize,")
+    assert text.startswith("plan{xblock=1,num_warps=4,row_block_bytes=131072},accumulate,align-rows,canonicalize,")
     assert with_plan("plan{xblock=2},cse", "xblock=1") == "plan{xblock=1},cse"
     with pytest.raises(PipelineError, match="no plan pass"):
         with_plan("canonicalize,cse", "xblock=1")
@@ -328,7 +328,7 @@ def test_gluon_default_is_the_auto_cache_form_of_the_gluon_pipeline() -> None:
 
     assert gluon_form(cache="auto") == NAMED_PIPELINES["gluon-default"]
     assert gluon_form("xblock=1", persistent=True, stages=3, specialize=True) == (
-        "plan{xblock=1},accumulate,canonicalize,peel,canonicalize,cse,reuse{cache=smem},cse,persistent,pipeline{stages=3},"
+        "plan{xblock=1},accumulate,align-rows,canonicalize,peel,canonicalize,cse,reuse{cache=smem},cse,persistent,pipeline{stages=3},"
         "warp-specialize,canonicalize,cse,fp32-at-use,dce,separate-reads"
     )
     assert gluon_form(pipelined=False).endswith("reuse{cache=smem},cse,fp32-at-use,dce,separate-reads")

@@ -573,6 +573,13 @@ def _rand(e: PythonEmitter, o: Operation, d: int) -> None:
         e.assign(o, f"_tilec_rand4({seed}, {offset}, {normal})", d)
 
 
+@op("tile.assume_multiple")
+def _assume_multiple(e: PythonEmitter, o: Operation, d: int) -> None:
+    divisors = o.attr("divisors")
+    arg = str(divisors[0]) if len(divisors) == 1 else f"[{', '.join(map(str, divisors))}]"
+    e.assign(o, f"{e.L}.multiple_of({e.n(o.operands[0])}, {arg})", d)
+
+
 @op("tile.store")
 def _store(e: PythonEmitter, o: Operation, d: int) -> None:
     assert isinstance(o, StoreOp)

@@ -237,6 +237,20 @@ def _cast(op: Operation, args: Operands, ctx: Context) -> list[Any]:
     return [x.to(to_torch(dt))]
 
 
+@impl("tile.assume_multiple")
+def _assume_multiple(op: Operation, args: Operands, ctx: Context) -> list[Any]:
+    x = torch.as_tensor(args.src)
+    for d, k in enumerate(op.attr("divisors")):
+        if k == 1:
+            continue
+        heads = x.reshape(1) if x.dim() == 0 else x.index_select(d, torch.arange(0, x.shape[d], k))
+        bad = heads.remainder(k) != 0
+        if bool(bad.any()):
+            first = int(heads[bad].reshape(-1)[0])
+            raise ExecutionError(f"along dimension {d}, {first} starts a group of {k} but is no multiple of {k}", op)
+    return [args.src]
+
+
 @impl("tile.bitcast")
 def _bitcast(op: Operation, args: Operands, ctx: Context) -> list[Any]:
     return [args.src.contiguous().view(to_torch(result_dtype(op)))]

@@ -2,6 +2,7 @@
 
 from tilec.passes import (  # noqa: F401  (register the passes)
     accumulate,
+    align_rows,
     canonicalize,
     cse,
     dce,

@@ -15,6 +15,9 @@ GLUON_DEFAULT = [
     # a column reduction's running sums carried as whole tiles: one cross-warp reduction per loop,
     # not one per chunk (rows are left alone)
     "accumulate",
+    # a row that starts off a 16-byte boundary (a vocabulary of 50257), one row per program: the
+    # chunks start on one, the head and the rest masked, the chunks between them 16-byte vectors
+    "align-rows",
     "canonicalize",  # loops of one chunk inline, masks the plan made trivial fold
     "peel",  # a partial last chunk: a full-chunk main loop and a masked tail
     "canonicalize",  # the main loop's masks fold; the tail inlines
@@ -41,6 +44,7 @@ TRITON_DEFAULT = [
     # where chunks of 2048 over two rows measured 64-65% (bench/results/2026-11-22-triton-long-rows.md)
     "plan{max_rblock=16384,chunk=8192}",
     "accumulate",  # as in the Gluon pipeline: a column reduction's sums reduced once per loop
+    "align-rows",  # as in the Gluon pipeline: misaligned rows read in aligned chunks
     "canonicalize",  # loops of one chunk inline, masks the plan made trivial fold
     "peel",  # a partial last chunk: a full-chunk main loop and a masked tail
     "canonicalize",  # the main loop's masks fold; the tail inlines
@@ -66,7 +70,7 @@ def gluon_form(
     The tests and the variant survey name their forms with it."""
     parts = [
         f"plan{{{plan}}}",
-        "accumulate,canonicalize,peel,canonicalize,cse",
+        "accumulate,align-rows,canonicalize,peel,canonicalize,cse",
         f"reuse{{cache={cache}}}",
         "cse",
     ]

@@ -375,6 +375,34 @@ class WhereOp(Operation):
         check_results(self, inferred)
 
 
+class AssumeMultipleOp(Operation):
+    """`src` unchanged, with a promise for the code generator: along each dimension d, the
+    elements at positions that are multiples of `divisors[d]` are multiples of it (offsets that
+    step by 1 from an aligned start: each group of `divisors[d]` neighbours is one aligned vector
+    access). The interpreter checks the promise."""
+
+    name = "tile.assume_multiple"
+    src = Operand()
+    attrs = {"divisors": Attr("ints")}
+    num_results = 1
+    traits = PURE
+
+    @classmethod
+    def infer(cls, operands: Sequence[Value], attributes: dict[str, Any]) -> list[Type] | None:
+        return [operands[0].type]
+
+    def verify_(self) -> None:
+        t = self.src.type
+        dt = elem_dtype(t)
+        if dt is None or not dt.is_int or dt.is_bool:
+            raise self.error("takes integers")
+        divisors = self.attr("divisors")
+        rank = t.rank if isinstance(t, TileType) else 1
+        if len(divisors) != rank or any(d < 1 for d in divisors):
+            raise self.error(f"needs one positive divisor per dimension ({rank})")
+        check_results(self, [t])
+
+
 class CastOp(Operation):
     """Converts to the result dtype: floats round to nearest even, float to int truncates."""
 

@@ -1,0 +1,272 @@
+"""align-rows: a row that starts off a 16-byte boundary is read in chunks that start on one.
+
+A row of N elements starts at row * N; when N is not a multiple of the 16-byte vector (50257 bf16
+logits: GPT-2's vocabulary), most rows start at an unaligned address and every element is its own
+2-byte access, for Triton as for stock Inductor (and TMA cannot copy such rows at all). For a
+kernel that handles one row per program (XBLOCK = 1) in loops over chunks, each loop moves back
+by the row's misalignment, `head = (row * N) % vec`, so that its chunks start at aligned
+addresses, and becomes three:
+
+- the first chunk, masked to the columns before the first aligned one (0 .. vec - head);
+- the chunks wholly inside the row from there, unmasked: with their offsets marked aligned
+  (`tile.assume_multiple`), Triton reads and writes them in 16-byte vectors;
+- what is left of the row (less than a chunk), masked.
+
+The bounds of the last two depend on the row, so they stay loops (`peel` and `canonicalize`
+leave them). Only kernels with XBLOCK = 1, one constant row length that is no multiple of the
+vector, chunk loops from 0 to N, and every access and reduction in them masked; the loads and
+stores rewritten are those at the row start plus the column. Chunk sums regroup (equal up to
+rounding).
+
+Before (N = 50257, vec = 8):
+    %s = tile.for %r = %c0 to %c50257 step %c8192 iter_args(%a = %z) ... {
+      %cols = tile.add %rrange, %r
+      %rmask = tile.cmp %rindex, %c50257 {predicate = "lt"}
+      %offs = tile.add %rowstart, %rindex
+      %v = tile.load %x, %offs, %mask ...
+After:
+    %head = tile.rem %rowstart, %vec                 (the row's misalignment)
+    %span = tile.add %c50257, %head                  (the shifted row's end)
+    %full = ...                                      (8 + whole chunks up to span)
+    %s0 = tile.for %r = %c0 to %c8 step %c8192 iter_args(%a = %z) ... {
+      %r_1 = tile.sub %r, %head
+      %cols = tile.add %rrange, %r_1
+      %rmask = tile.cmp %rindex, %c50257 {predicate = "lt"}
+      %from0 = tile.cmp %rindex, %c0 {predicate = "ge"}
+      %rmask_1 = tile.and %rmask, %from0
+      %head_1 = tile.cmp %rindex, %headless {predicate = "lt"}      (headless = 8 - head)
+      %rmask_2 = tile.and %rmask_1, %head_1
+      %offs_1 = tile.assume_multiple %offs {divisors = [1, 8]}
+      ...
+    }
+    %s1 = tile.for %r = %c8 to %full ... iter_args(%a = %s0)       (the row masks replaced by true)
+    %s = tile.for %r = %full to %span ... iter_args(%a = %s1)      (masked)
+"""
+
+from __future__ import annotations
+
+from tilec.ir.builder import Builder
+from tilec.ir.clone import clone_op
+from tilec.ir.core import Kernel, Module, Value, defining_op, replace_uses
+from tilec.ir.dtypes import DType
+from tilec.ir.ops import BroadcastOp, CmpOp, ForOp, LoadOp, ProgramIdOp, ReductionOp, StoreOp
+from tilec.ir.ops.common import elem_dtype
+from tilec.ir.types import PointerType, TileType
+from tilec.passes.affine import local_stride
+from tilec.passes.base import Pass, register
+from tilec.passes.rewrite import const_value
+
+VECTOR_BYTES = 16
+
+
+def _depends_on(v: Value, target: Value, seen: set[int] | None = None) -> bool:
+    if v is target:
+        return True
+    op = defining_op(v)
+    seen = set() if seen is None else seen
+    if op is None or id(op) in seen:
+        return False
+    seen.add(id(op))
+    return any(_depends_on(o, target, seen) for o in op.operands)
+
+
+def _accesses(loop: ForOp) -> list[LoadOp | StoreOp]:
+    return [op for op in loop.body.walk() if isinstance(op, (LoadOp, StoreOp))]
+
+
+def _row_start(v: Value, rnumel: int) -> bool:
+    """`v` is a row start: a row index times the row length (broadcast along the row)."""
+    op = defining_op(v)
+    while isinstance(op, BroadcastOp):
+        op = defining_op(op.src)
+    if op is None or op.name != "tile.mul":
+        return False
+    a, b = op.operands
+    return rnumel in (const_value(a), const_value(b))
+
+
+def _row_offsets(offsets: Value, iv: Value, rnumel: int) -> bool:
+    """Offsets that are the row start plus the column (the column stepping by 1 along the row)."""
+    op = defining_op(offsets)
+    if op is None or op.name != "tile.add" or not isinstance(offsets.type, TileType):
+        return False
+    last = offsets.type.rank - 1
+    a, b = op.operands
+    for start, col in ((a, b), (b, a)):
+        if _row_start(start, rnumel) and _depends_on(col, iv) and local_stride(col, last) == 1:
+            return True
+    return False
+
+
+def row_length(kernel: Kernel) -> int | None:
+    """The row length of a planned kernel: the constant end of its top-level chunk loops from 0
+    (None where there are none, or they end differently)."""
+    ends = set()
+    for op in kernel.body.ops:
+        if isinstance(op, ForOp) and const_value(op.lower) == 0:
+            hi, step = const_value(op.upper), const_value(op.step)
+            if not isinstance(hi, int) or not isinstance(step, int) or step >= hi:
+                return None
+            ends.add(hi)
+    return ends.pop() if len(ends) == 1 else None
+
+
+def _loops(kernel: Kernel) -> list[ForOp]:
+    return [op for op in kernel.body.ops if isinstance(op, ForOp)]
+
+
+def vector_or_reason(kernel: Kernel) -> int | str:
+    """The vector width in elements the kernel's rows get, or why it is left."""
+    if kernel.constexprs.get("XBLOCK") != 1:
+        return "more than one row per program: a program's rows start at different offsets"
+    rnumel = row_length(kernel)
+    if rnumel is None:
+        return "no loops over a row's chunks of one constant length"
+    loops = _loops(kernel)
+    rows = [a for loop in loops for a in _accesses(loop) if _row_offsets(a.offsets, loop.induction_var, rnumel)]
+    if not rows:
+        return "no load or store reads a row at its start plus the column"
+    widths = [p.pointee.bits // 8 for p in (a.ptr.type for a in rows) if isinstance(p, PointerType)]
+    vec = VECTOR_BYTES // max(1, min(widths))
+    if vec <= 1 or rnumel % vec == 0:
+        return f"rows of {rnumel} elements start on {VECTOR_BYTES}-byte boundaries"
+    masked = (LoadOp, StoreOp, ReductionOp)
+    if any(isinstance(op, masked) and op.mask is None for loop in loops for op in loop.body.walk()):
+        return "an access or a reduction in a row loop has no mask to leave the head out"
+    if not any(isinstance(op, ProgramIdOp) for op in kernel.body.ops):
+        return "no program id at the top level"
+    step = {const_value(loop.step) for loop in loops}
+    if len(step) != 1 or not isinstance(s := step.pop(), int) or s % vec:
+        return "the loops' chunks are not one multiple of the vector"
+    return vec
+
+
+def _shift(loop: ForOp, head: Value) -> Value:
+    """The loop's induction variable minus `head`, in place of it everywhere in the body."""
+    iv = loop.induction_var
+    shifted = Builder(loop.body, 0).op("tile.sub", iv, head, type=iv.type, name_hint=iv.name_hint)
+    for op in loop.body.walk():
+        if op is not defining_op(shifted):
+            op.operands = [shifted if v is iv else v for v in op.operands]
+    return shifted
+
+
+def _from_zero(loop: ForOp, shifted: Value, rnumel: int) -> list[Value]:
+    """Each `column < N` mask also asks `column >= 0`; returns the new masks."""
+    masks = []
+    for op in list(loop.body.walk()):
+        if not (isinstance(op, CmpOp) and op.attr("predicate") == "lt" and const_value(op.rhs) == rnumel):
+            continue
+        if not _depends_on(op.lhs, shifted):
+            continue
+        b = Builder.after(op)
+        t = op.result.type
+        dt = elem_dtype(op.lhs.type)
+        assert dt is not None
+        from0 = b.op("tile.cmp", op.lhs, b.constant(0, dt, "c0"), type=t, predicate="ge", name_hint="from0")
+        both = b.op("tile.and", op.result, from0, type=t, name_hint=op.result.name_hint)
+        made = (defining_op(from0), defining_op(both))
+        for user in loop.body.walk():
+            if all(user is not m for m in made):
+                user.operands = [both if v is op.result else v for v in user.operands]
+        masks.append(both)
+    return masks
+
+
+def align_loop(kernel: Kernel, loop: ForOp, rnumel: int, vec: int) -> None:
+    """Splits `loop` into its first chunk, the aligned chunks inside the row and the rest."""
+    pid = next(op for op in kernel.body.ops if isinstance(op, ProgramIdOp)).result
+    iv = loop.induction_var
+    it = iv.type
+    assert isinstance(it, DType)
+    step = const_value(loop.step)
+    assert isinstance(step, int)
+    rows = [a for a in _accesses(loop) if _row_offsets(a.offsets, iv, rnumel)]
+    odt = elem_dtype(rows[0].offsets.type)
+    assert odt is not None
+    b = Builder.before(loop)
+    start = pid if pid.type == odt else b.op("tile.cast", pid, type=odt, name_hint="row")
+    rowstart = b.op("tile.mul", start, b.constant(rnumel, odt, "rnumel"), type=odt, name_hint="rowstart")
+    head = b.op("tile.rem", rowstart, b.constant(vec, odt, "vec"), type=odt, name_hint="head")
+    if odt != it:
+        head = b.op("tile.cast", head, type=it, name_hint="head")
+    span = b.op("tile.add", loop.upper, head, type=it, name_hint="span")
+    chunk = b.constant(step, it, "chunk")
+    first = b.constant(vec, it, "first")  # the first aligned column after the row's start, shifted
+    inner_span = b.op("tile.sub", span, first, type=it, name_hint="inner")
+    whole = b.op("tile.div", inner_span, chunk, type=it, name_hint="chunks")
+    full = b.op(
+        "tile.add", first, b.op("tile.mul", whole, chunk, type=it, name_hint="whole"), type=it, name_hint="full"
+    )
+    headless = b.op("tile.sub", first, head, type=it, name_hint="headless")  # columns the first chunk keeps
+    shifted = _shift(loop, head)
+    masks = _from_zero(loop, shifted, rnumel)
+    for a in rows:
+        t = a.offsets.type
+        assert isinstance(t, TileType)
+        a.offsets = Builder.before(a).op(
+            "tile.assume_multiple",
+            a.offsets,
+            type=t,
+            divisors=[1] * (t.rank - 1) + [vec],
+            name_hint=a.offsets.name_hint,
+        )
+    parent = loop.parent
+    assert parent is not None
+    mapping: dict[int, Value] = {}
+    middle = clone_op(loop, mapping)
+    assert isinstance(middle, ForOp)
+    middle.lower, middle.upper = first, full
+    middle.inits = list(loop.results)
+    inner = Builder(middle.body, 0)
+    for m in masks:
+        new = mapping[id(m)]
+        t = new.type
+        true = inner.op("tile.full", type=t, value=1, name_hint="inside") if isinstance(t, TileType) else None
+        if true is not None:
+            replace_uses(middle.body, new, true)
+    tail = clone_op(loop, {})
+    assert isinstance(tail, ForOp)
+    tail.lower, tail.upper = full, span
+    # the first chunk: the loop itself, one step, keeping the columns before the first aligned one
+    loop.upper = first
+    for m in masks:
+        col = defining_op(defining_op(m).operands[1]).lhs  # type: ignore[union-attr]
+        t = m.type
+        b = Builder.after(defining_op(m))  # type: ignore[arg-type]
+        limit = headless
+        if elem_dtype(col.type) != it:
+            limit = b.op("tile.cast", headless, type=elem_dtype(col.type), name_hint="headless")
+        below = b.op("tile.cmp", col, limit, type=t, predicate="lt", name_hint="head")
+        kept = b.op("tile.and", m, below, type=t, name_hint=m.name_hint)
+        made = (defining_op(below), defining_op(kept))
+        for user in loop.body.walk():
+            if all(user is not x for x in made):
+                user.operands = [kept if v is m else v for v in user.operands]
+    tail.inits = list(middle.results)
+    at = parent.ops.index(loop)
+    parent.insert(at + 1, middle)
+    parent.insert(at + 2, tail)
+    for old, new in zip(loop.results, tail.results):
+        for op in parent.walk():
+            if op is not middle:
+                op.operands = [new if v is old else v for v in op.operands]
+
+
+@register
+class AlignRows(Pass):
+    """Row loops of misaligned rows read aligned chunks: 16-byte vectors inside the row."""
+
+    name = "align-rows"
+
+    def run(self, module: Module) -> None:
+        for kernel in module.kernels:
+            found = vector_or_reason(kernel)
+            if isinstance(found, str):
+                self.remark(kernel, found)
+                continue
+            rnumel = row_length(kernel)
+            assert rnumel is not None
+            for loop in _loops(kernel):
+                if any(_row_offsets(a.offsets, loop.induction_var, rnumel) for a in _accesses(loop)):
+                    align_loop(kernel, loop, rnumel, found)
