@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import torch
 
@@ -33,3 +34,17 @@ def hooked() -> Iterator[None]:
     with tilec.installed(), tilec.config.patch(decline=False), torch._inductor.config.patch(fx_graph_cache=False):
         yield
     torch._dynamo.reset()
+
+
+def check_taken(fn: Any, inputs: list[Any], name: str, emitter: str) -> Any:
+    """`check_function` of `fn` with `emitter`: equal to eager, and every kernel taken (the
+    result, for further checks)."""
+    from tilec.inductor.check import check_function
+
+    skip_unless_runs(emitter)
+    with tilec.config.patch(emitter=emitter):
+        result = check_function(fn, inputs, name=name)
+    print(result.line())
+    assert result.ok, result.message
+    assert result.records and all(r.taken for r in result.records), [(r.kernel, r.reason) for r in result.records]
+    return result

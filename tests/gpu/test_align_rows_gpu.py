@@ -8,10 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F  # noqa: N812
-from gpu_support import skip_unless_runs
-
-import tilec
-from tilec.inductor.check import check_function
+from gpu_support import check_taken
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("hooked")]
 
@@ -48,13 +45,8 @@ def cases() -> dict[str, tuple]:
 @pytest.mark.parametrize("name", ["softmax", "cross-entropy", "cross-entropy-grad"])
 @pytest.mark.parametrize("emitter", ["gluon", "triton"])
 def test_misaligned_rows_equal_eager(emitter: str, name: str) -> None:
-    skip_unless_runs(emitter)
     fn, inputs = cases()[name]
-    with tilec.config.patch(emitter=emitter):
-        result = check_function(fn, inputs, name=name)
-    print(result.line())
-    assert result.ok, result.message
-    assert result.records and all(r.taken for r in result.records), [(r.kernel, r.reason) for r in result.records]
+    result = check_taken(fn, inputs, name, emitter)
     rows = [r for r in result.records if r.kernel.startswith("triton_red")]
     assert rows and all(not any(m.startswith("align-rows:") for m in r.remarks) for r in rows), [
         (r.kernel, r.remarks) for r in rows

@@ -14,10 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F  # noqa: N812
-from gpu_support import skip_unless_runs
-
-import tilec
-from tilec.inductor.check import check_function
+from gpu_support import check_taken, skip_unless_runs
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("hooked")]
 
@@ -111,13 +108,8 @@ def cases() -> dict[str, tuple]:
 )
 @pytest.mark.parametrize("emitter", EMITTERS)
 def test_gathers_equal_eager_with_every_kernel_taken(emitter: str, name: str) -> None:
-    skip_unless_runs(emitter)
     fn, inputs = cases()[name]
-    with tilec.config.patch(emitter=emitter):
-        result = check_function(fn, inputs, name=name)
-    print(result.line())
-    assert result.ok, result.message
-    assert result.records and all(r.taken for r in result.records), [(r.kernel, r.reason) for r in result.records]
+    result = check_taken(fn, inputs, name, emitter)
     assert {r.emitter for r in result.records} == {emitter}
 
 

@@ -580,21 +580,15 @@ def _assume_multiple(e: PythonEmitter, o: Operation, d: int) -> None:
     e.assign(o, f"{e.L}.multiple_of({e.n(o.operands[0])}, {arg})", d)
 
 
-@op("tile.store")
+@op("tile.store", "tile.atomic_add")
 def _store(e: PythonEmitter, o: Operation, d: int) -> None:
-    assert isinstance(o, StoreOp)
+    assert isinstance(o, StoreOp)  # an atomic add is a store that adds
     ptr, offs, val = e.n(o.ptr), e.n(o.offsets), e.n(o.value)
     mask = f", mask={e.n(o.mask)}" if o.mask is not None else ""
-    e.emit(d, f"{e.L}.store({ptr} + {offs}, {val}{mask})", o)
-
-
-@op("tile.atomic_add")
-def _atomic_add(e: PythonEmitter, o: Operation, d: int) -> None:
-    # relaxed, as Inductor's scatters: only the sum matters, nothing is ordered by it
-    assert isinstance(o, AtomicAddOp)
-    ptr, offs, val = e.n(o.ptr), e.n(o.offsets), e.n(o.value)
-    mask = f", mask={e.n(o.mask)}" if o.mask is not None else ""
-    e.emit(d, f'{e.L}.atomic_add({ptr} + {offs}, {val}{mask}, sem="relaxed")', o)
+    if isinstance(o, AtomicAddOp):  # relaxed, as Inductor's scatters: only the sum matters
+        e.emit(d, f'{e.L}.atomic_add({ptr} + {offs}, {val}{mask}, sem="relaxed")', o)
+    else:
+        e.emit(d, f"{e.L}.store({ptr} + {offs}, {val}{mask})", o)
 
 
 @op("tile.reduce")
