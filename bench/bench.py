@@ -308,8 +308,9 @@ def _liger(op: str, inputs: list[Any]) -> Callable[..., Any]:
 
             if op == "cross_entropy":  # without a gradient to compute it leaves the logits alone
                 return liger_ce
-            own = inputs[0].clone()  # it writes the gradient over the logits: a copy of its own, made once
-            return lambda logits, labels: train_step(liger_ce, [own, labels])()
+            # it writes the gradient over the logits: a copy of its own, made once
+            step = train_step(liger_ce, [inputs[0].clone(), inputs[1]])
+            return lambda *_: step()
         from liger_kernel.ops.softmax import LigerSoftmaxFunction
 
         return lambda x: LigerSoftmaxFunction.apply(x)

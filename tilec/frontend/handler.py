@@ -37,9 +37,7 @@ class KernelSink(Protocol):
 
     def load(self, name: str, index: Any) -> TV: ...
 
-    def store(self, name: str, index: Any, value: TV) -> None: ...
-
-    def atomic_add(self, name: str, index: Any, value: TV) -> None: ...
+    def store(self, name: str, index: Any, value: TV, atomic: bool = False) -> None: ...
 
     def store_reduction(self, name: str, index: Any, value: Any) -> None: ...
 
@@ -273,12 +271,9 @@ class TileOpsHandler(DefaultHandler):
         return self.lb.cast(value, compute_dtype(value.dtype), hint="wide")
 
     def op_store(self, name: str, index: Any, value: Any, mode: Any = None) -> None:
-        if mode == "atomic_add":
-            self.kb.atomic_add(name, index, self.tv(value))
-        elif mode is not None:
+        if mode not in (None, "atomic_add"):
             raise UnsupportedError(unsupported_op(f"store mode {mode}"))
-        else:
-            self.kb.store(name, index, self.tv(value))
+        self.kb.store(name, index, self.tv(value), atomic=mode == "atomic_add")
 
     def op_store_reduction(self, name: str, index: Any, value: Any) -> None:
         self.kb.store_reduction(name, index, value)

@@ -506,19 +506,14 @@ class KernelBuilder:
         self._note_access(param, "store", index)
         return param
 
-    def store(self, name: str, index: sympy.Expr, value: TV) -> None:
+    def store(self, name: str, index: sympy.Expr, value: TV, atomic: bool = False) -> None:
+        """`atomic`: `store(..., mode="atomic_add")`, a scatter that accumulates (the embedding's
+        weight gradient, `index_add_`), each element added atomically."""
         param = self._begin_store(name, index, value)
+        if atomic:
+            self.atomic_names.add(name)
         if param is not None:
-            op = self.lb.store(param, self._dtype(name), self.translate(self.simplify(index)), value)
-            self.store_ops.append((name, op))
-
-    def atomic_add(self, name: str, index: sympy.Expr, value: TV) -> None:
-        """`store(..., mode="atomic_add")`: a scatter that accumulates (the embedding's weight
-        gradient, `index_add_`), each element added atomically."""
-        param = self._begin_store(name, index, value)
-        self.atomic_names.add(name)
-        if param is not None:
-            op = self.lb.store(param, self._dtype(name), self.translate(self.simplify(index)), value, atomic=True)
+            op = self.lb.store(param, self._dtype(name), self.translate(self.simplify(index)), value, atomic)
             self.store_ops.append((name, op))
 
     def store_reduction(self, name: str, index: sympy.Expr, value: Any) -> None:

@@ -317,18 +317,10 @@ def _load(p: Program, op: LoadOp, args: Operands, env: dict[int, Any], agent: Ag
     return [ptr.load(op, offsets, mask, other)]
 
 
-@effect(StoreOp)
+@effect(StoreOp, AtomicAddOp)
 def _store(p: Program, op: StoreOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
-    ptr, offsets, value = args.ptr, args.offsets, args.value
     mask = args.mask if args.mask is not None else torch.ones((), dtype=torch.bool)
-    ptr.store(op, offsets, value, mask)
-    return []
-
-
-@effect(AtomicAddOp)
-def _atomic_add(p: Program, op: AtomicAddOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
-    mask = args.mask if args.mask is not None else torch.ones((), dtype=torch.bool)
-    args.ptr.add(op, args.offsets, args.value, mask)
+    args.ptr.store(op, args.offsets, args.value, mask, add=isinstance(op, AtomicAddOp))
     return []
 
 

@@ -95,21 +95,15 @@ class GlobalPtr:
         )
         return torch.where(mask, vals, other.to(self.flat.dtype))
 
-    def store(self, op: Operation, offsets: Tensor, value: Tensor, mask: Tensor) -> None:
+    def store(self, op: Operation, offsets: Tensor, value: Tensor, mask: Tensor, add: bool = False) -> None:
+        """Writes `value` where the mask is true; with `add`, adds it instead, as atomic adds
+        per element: every lane naming an element adds to it (in lane order; the hardware's
+        order is unspecified, so results may differ in the last bits)."""
         offsets = offsets.long()
         mask = mask.expand(offsets.shape)
-        self.check(op, offsets, mask, "writes")
+        self.check(op, offsets, mask, "adds to" if add else "writes")
         value = value.to(self.flat.dtype).expand(offsets.shape)
-        self.flat[offsets[mask]] = value[mask]
-
-    def add(self, op: Operation, offsets: Tensor, value: Tensor, mask: Tensor) -> None:
-        """An atomic add per element: every lane naming an element adds to it (in lane order;
-        the hardware's order is unspecified, so results may differ in the last bits)."""
-        offsets = offsets.long()
-        mask = mask.expand(offsets.shape)
-        self.check(op, offsets, mask, "adds to")
-        value = value.to(self.flat.dtype).expand(offsets.shape)
-        self.flat.index_put_((offsets[mask],), value[mask], accumulate=True)
+        self.flat.index_put_((offsets[mask],), value[mask], accumulate=add)
 
 
 @dataclass

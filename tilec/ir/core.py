@@ -528,9 +528,12 @@ class Module:
 # Rewriting helpers
 
 
-def replace_uses(root: Block, old: Value, new: Value) -> None:
-    """Replace every use of `old` under `root` by `new`."""
+def replace_uses(root: Block, old: Value, new: Value, keep: Sequence[Operation | None] = ()) -> None:
+    """Replace every use of `old` under `root` by `new`, but in the ops of `keep` (those that
+    compute `new` from `old`)."""
     for op in root.walk():
+        if any(op is k for k in keep):
+            continue
         for i, v in enumerate(op.operands):
             if v is old:
                 op.operands[i] = new

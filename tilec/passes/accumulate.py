@@ -31,16 +31,12 @@ After:
 from __future__ import annotations
 
 from tilec.ir.builder import Builder
-from tilec.ir.core import Kernel, Module, Value, defining_op, use_counts
-from tilec.ir.ops import ElementwiseOp, ForOp, FullOp, ReduceOp, yielded_values
+from tilec.ir.core import Kernel, Module, defining_op, replace_uses, use_counts
+from tilec.ir.ops import ElementwiseOp, ForOp, ReduceOp, yielded_values
 from tilec.ir.types import TileType
 from tilec.passes.base import Pass, register
 from tilec.passes.plan import reads_columns
-
-
-def _is_zero(v: Value) -> bool:
-    op = defining_op(v)
-    return isinstance(op, FullOp) and op.attr("value") == 0
+from tilec.passes.rewrite import const_value
 
 
 def _running_sum(loop: ForOp, i: int, counts: dict[int, int]) -> ReduceOp | str:
@@ -92,12 +88,10 @@ def accumulate(kernel: Kernel, loop: ForOp, i: int, red: ReduceOp) -> None:
     after = Builder.after(loop)
     total = after.op("tile.reduce", result, type=red.result.type, kind="sum", axis=src.rank - 1, name_hint="total")
     made = [defining_op(total)]
-    if not _is_zero(init):
+    if const_value(init) != 0:
         total = after.op("tile.add", init, total, type=red.result.type, name_hint="total")
         made.append(defining_op(total))
-    for op in kernel.walk():
-        if all(op is not m for m in made):
-            op.operands = [total if v is result else v for v in op.operands]
+    replace_uses(kernel.body, result, total, keep=made)
 
 
 @register

@@ -70,8 +70,13 @@ def _depends_on(v: Value, target: Value, seen: set[int] | None = None) -> bool:
     return any(_depends_on(o, target, seen) for o in op.operands)
 
 
-def _accesses(loop: ForOp) -> list[LoadOp | StoreOp]:
-    return [op for op in loop.body.walk() if isinstance(op, (LoadOp, StoreOp))]
+def _row_accesses(loop: ForOp, rnumel: int) -> list[LoadOp | StoreOp]:
+    """The loop's loads and stores at the row start plus the column."""
+    return [
+        op
+        for op in loop.body.walk()
+        if isinstance(op, (LoadOp, StoreOp)) and _row_offsets(op.offsets, loop.induction_var, rnumel)
+    ]
 
 
 def _row_start(v: Value, rnumel: int) -> bool:
@@ -123,7 +128,7 @@ def vector_or_reason(kernel: Kernel) -> int | str:
     if rnumel is None:
         return "no loops over a row's chunks of one constant length"
     loops = _loops(kernel)
-    rows = [a for loop in loops for a in _accesses(loop) if _row_offsets(a.offsets, loop.induction_var, rnumel)]
+    rows = [a for loop in loops for a in _row_accesses(loop, rnumel)]
     if not rows:
         return "no load or store reads a row at its start plus the column"
     widths = [p.pointee.bits // 8 for p in (a.ptr.type for a in rows) if isinstance(p, PointerType)]
@@ -145,31 +150,31 @@ def _shift(loop: ForOp, head: Value) -> Value:
     """The loop's induction variable minus `head`, in place of it everywhere in the body."""
     iv = loop.induction_var
     shifted = Builder(loop.body, 0).op("tile.sub", iv, head, type=iv.type, name_hint=iv.name_hint)
-    for op in loop.body.walk():
-        if op is not defining_op(shifted):
-            op.operands = [shifted if v is iv else v for v in op.operands]
+    replace_uses(loop.body, iv, shifted, keep=[defining_op(shifted)])
     return shifted
 
 
-def _from_zero(loop: ForOp, shifted: Value, rnumel: int) -> list[Value]:
-    """Each `column < N` mask also asks `column >= 0`; returns the new masks."""
+def _narrow(loop: ForOp, mask: Value, col: Value, predicate: str, bound: Value | int, hint: str) -> Value:
+    """`mask and (col <predicate> bound)` in place of `mask` everywhere in the loop's body."""
+    b = Builder.after(defining_op(mask))  # type: ignore[arg-type]
+    dt = elem_dtype(col.type)
+    assert dt is not None
+    if isinstance(bound, int):
+        bound = b.constant(bound, dt, "c0")
+    elif bound.type != dt:
+        bound = b.op("tile.cast", bound, type=dt, name_hint=bound.name_hint)
+    cond = b.op("tile.cmp", col, bound, type=mask.type, predicate=predicate, name_hint=hint)
+    both = b.op("tile.and", mask, cond, type=mask.type, name_hint=mask.name_hint)
+    replace_uses(loop.body, mask, both, keep=[defining_op(cond), defining_op(both)])
+    return both
+
+
+def _from_zero(loop: ForOp, shifted: Value, rnumel: int) -> list[tuple[Value, Value]]:
+    """Each `column < N` mask also asks `column >= 0`; returns the new masks and their columns."""
     masks = []
-    for op in list(loop.body.walk()):
-        if not (isinstance(op, CmpOp) and op.attr("predicate") == "lt" and const_value(op.rhs) == rnumel):
-            continue
-        if not _depends_on(op.lhs, shifted):
-            continue
-        b = Builder.after(op)
-        t = op.result.type
-        dt = elem_dtype(op.lhs.type)
-        assert dt is not None
-        from0 = b.op("tile.cmp", op.lhs, b.constant(0, dt, "c0"), type=t, predicate="ge", name_hint="from0")
-        both = b.op("tile.and", op.result, from0, type=t, name_hint=op.result.name_hint)
-        made = (defining_op(from0), defining_op(both))
-        for user in loop.body.walk():
-            if all(user is not m for m in made):
-                user.operands = [both if v is op.result else v for v in user.operands]
-        masks.append(both)
+    for op in [o for o in loop.body.walk() if isinstance(o, CmpOp)]:
+        if op.attr("predicate") == "lt" and const_value(op.rhs) == rnumel and _depends_on(op.lhs, shifted):
+            masks.append((_narrow(loop, op.result, op.lhs, "ge", 0, "from0"), op.lhs))
     return masks
 
 
@@ -181,7 +186,7 @@ def align_loop(kernel: Kernel, loop: ForOp, rnumel: int, vec: int) -> None:
     assert isinstance(it, DType)
     step = const_value(loop.step)
     assert isinstance(step, int)
-    rows = [a for a in _accesses(loop) if _row_offsets(a.offsets, iv, rnumel)]
+    rows = _row_accesses(loop, rnumel)
     odt = elem_dtype(rows[0].offsets.type)
     assert odt is not None
     b = Builder.before(loop)
@@ -219,38 +224,21 @@ def align_loop(kernel: Kernel, loop: ForOp, rnumel: int, vec: int) -> None:
     middle.lower, middle.upper = first, full
     middle.inits = list(loop.results)
     inner = Builder(middle.body, 0)
-    for m in masks:
-        new = mapping[id(m)]
-        t = new.type
-        true = inner.op("tile.full", type=t, value=1, name_hint="inside") if isinstance(t, TileType) else None
-        if true is not None:
-            replace_uses(middle.body, new, true)
+    for m, _ in masks:
+        replace_uses(middle.body, mapping[id(m)], inner.op("tile.full", type=m.type, value=1, name_hint="inside"))
     tail = clone_op(loop, {})
     assert isinstance(tail, ForOp)
     tail.lower, tail.upper = full, span
     # the first chunk: the loop itself, one step, keeping the columns before the first aligned one
     loop.upper = first
-    for m in masks:
-        col = defining_op(defining_op(m).operands[1]).lhs  # type: ignore[union-attr]
-        t = m.type
-        b = Builder.after(defining_op(m))  # type: ignore[arg-type]
-        limit = headless
-        if elem_dtype(col.type) != it:
-            limit = b.op("tile.cast", headless, type=elem_dtype(col.type), name_hint="headless")
-        below = b.op("tile.cmp", col, limit, type=t, predicate="lt", name_hint="head")
-        kept = b.op("tile.and", m, below, type=t, name_hint=m.name_hint)
-        made = (defining_op(below), defining_op(kept))
-        for user in loop.body.walk():
-            if all(user is not x for x in made):
-                user.operands = [kept if v is m else v for v in user.operands]
+    for m, col in masks:
+        _narrow(loop, m, col, "lt", headless, "head")
     tail.inits = list(middle.results)
     at = parent.ops.index(loop)
     parent.insert(at + 1, middle)
     parent.insert(at + 2, tail)
     for old, new in zip(loop.results, tail.results):
-        for op in parent.walk():
-            if op is not middle:
-                op.operands = [new if v is old else v for v in op.operands]
+        replace_uses(parent, old, new, keep=[middle])
 
 
 @register
@@ -268,5 +256,5 @@ class AlignRows(Pass):
             rnumel = row_length(kernel)
             assert rnumel is not None
             for loop in _loops(kernel):
-                if any(_row_offsets(a.offsets, loop.induction_var, rnumel) for a in _accesses(loop)):
+                if _row_accesses(loop, rnumel):
                     align_loop(kernel, loop, rnumel, found)

@@ -37,7 +37,6 @@ from tilec.ir.ops.compute import (
 )
 from tilec.ir.ops.control import AssertOp, ForOp, IfOp, WarpSpecializeOp, YieldOp, yielded_values
 from tilec.ir.ops.memory import (
-    ATOMIC_DTYPES,
     AtomicAddOp,
     CtaBarrierOp,
     FenceAsyncSharedOp,
@@ -61,7 +60,6 @@ from tilec.ir.ops.memory import (
 )
 
 __all__ = [
-    "ATOMIC_DTYPES",
     "AssertOp",
     "AtomicAddOp",
     "CMP_PREDICATES",
