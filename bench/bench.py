@@ -800,7 +800,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--autotune",
         action="store_true",
-        help="with --models: tilec's autotuner times each kernel against stock and keeps the faster",
+        help="with --models or --distributed: tilec's autotuner times each kernel against stock and keeps "
+        "the faster (under torch.distributed, rank 0's choice on every rank)",
     )
     return p
 
@@ -885,7 +886,7 @@ def _distributed(args: argparse.Namespace) -> int:
         return 2
     if not _has_transformers("--distributed"):
         return 2
-    return int(distributed.main(Path(args.out), wraps, args.size, args.steps, args.device))
+    return int(distributed.main(Path(args.out), wraps, args.size, args.steps, args.device, autotune=args.autotune))
 
 
 def load_results(paths: list[str]) -> list[Result]:

@@ -1,7 +1,7 @@
 """`tilec bench --distributed`: sharded training, tilec against stock torch.compile, on every rank.
 
     torchrun --nproc-per-node 2 -m tilec.cli bench --distributed [--wrap ddp,fsdp2]
-        [--device cuda|cpu] [--size default|tiny] [--steps 20] [--out DIR]
+        [--device cuda|cpu] [--size default|tiny] [--steps 20] [--autotune] [--out DIR]
 
 Each process (rank) builds the Llama of `tilec bench --models` (`models.build`: the same weights on
 every rank, from one seed), twice: one copy compiled with `backend="tilec"`, one with stock
@@ -27,6 +27,10 @@ Checked, and written to `--out` by rank 0 (`distributed.md`, `distributed.jsonl`
 - ranks agree: tilec's report (each kernel: taken or not, emitter, plan, reason) is the same on
   every rank — the kernels and plans a rank takes must not depend on that rank's timing noise
   (docs/hook.md: autotuning under torch.distributed takes rank 0's choices).
+
+`--autotune`: tilec's autotuner decides each kernel instead of the chooser's rules; under
+torch.distributed every rank takes rank 0's choice (`autotune.agree`), so the ranks' reports stay
+identical whatever each rank's own timings.
 
 The command exits 1 when either check fails.
 """
@@ -207,7 +211,9 @@ def markdown(rows: list[dict[str, Any]], env: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(out: Path, wraps: list[str], size: str, steps: int, device: str, backend: str | None = None) -> int:
+def main(
+    out: Path, wraps: list[str], size: str, steps: int, device: str, backend: str | None = None, autotune: bool = False
+) -> int:
     if device == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton is first imported
     import torch
@@ -230,6 +236,7 @@ def main(out: Path, wraps: list[str], size: str, steps: int, device: str, backen
         "backend": dist.get_backend(),
         "torch": torch.__version__,
         "triton": triton.__version__,
+        "tilec": "autotune (rank 0's choices)" if autotune else "measured rules",
     }
     rows = []
     tilec.uninstall()  # the backend applies tilec to its own graphs; the stock copy stays stock
@@ -240,7 +247,8 @@ def main(out: Path, wraps: list[str], size: str, steps: int, device: str, backen
         torch._functorch.config.patch(enable_autograd_cache=False),
     )
     try:
-        with tilec.config.patch(decline=device != "cpu" and tilec.config.decline), no_caches[0], no_caches[1]:
+        settings = {"decline": device != "cpu" and tilec.config.decline, "autotune": autotune or tilec.config.autotune}
+        with tilec.config.patch(**settings), no_caches[0], no_caches[1]:
             for wrap in wraps:
                 rows.append(run_wrap(wrap, size, steps, device, lambda line: print(line, flush=True)))
     finally:

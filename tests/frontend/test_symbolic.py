@@ -310,3 +310,27 @@ def test_a_split_sum_over_symbolic_tokens() -> None:
     got, kernels, _ = run_chain(weight_grad, [x, dy], dynamic=True)
     assert any(k.rnumel is None for k in kernels), [k.sizes for k in kernels]
     assert_close(got.float(), weight_grad(x.float(), dy.float()), torch.bfloat16)
+
+
+def scaled_softmax(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(x.float() / s, -1).to(x.dtype)
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_a_number_passed_by_value_is_a_parameter_of_gpu_kernels(pipeline: str) -> None:
+    """A 0-d CPU tensor a GPU kernel reads (a loss's divisor, a step count) reaches it as a number
+    (the wrapper writes `s.item()`): a scalar parameter, so the one kernel computes every value,
+    as lowered and as emitted Triton; a boolean one stays stock with its reason."""
+    from tilec.frontend.reasons import SCALAR_ARGUMENT
+
+    x = torch.randn(5, 300).bfloat16()
+    for s in (3.0, -0.25):
+        inputs = [x, torch.tensor(s)]
+        (lowered,) = [k.result for k in capture(scaled_softmax, inputs, strict=True)]
+        assert isinstance(lowered, Lowered)
+        assert [(a.access, a.dtype) for a in lowered.args if a.buffer == "arg1_1"] == [("value", "f32")]
+        for triton in (False, True):
+            got, _, _ = run_chain(scaled_softmax, inputs, pipeline=pipeline, triton=triton)
+            assert_close(got, scaled_softmax(*inputs), torch.bfloat16, what=f"s={s} triton={triton}")
+    (k,) = capture(scaled_softmax, [x, torch.tensor(True)])
+    assert not isinstance(k.result, Lowered) and k.result.reason == SCALAR_ARGUMENT

@@ -126,3 +126,28 @@ def test_one_compile_serves_every_symbolic_size(emitter: str, name: str) -> None
     assert len({r.kernel for r in records}) == len(records)  # compiled once
     sized = [loaded_kernels(r.kernel)[-1] for r in records]
     assert all(sum(k.launches.values()) == len(DIMS) for k in sized)
+
+
+def scaled_softmax(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(x.float() / s, -1).to(x.dtype)
+
+
+@pytest.mark.parametrize("emitter", EMITTERS)
+def test_a_number_passed_by_value_changes_per_call(emitter: str) -> None:
+    """A 0-d CPU tensor a GPU kernel reads (a loss's divisor) is passed as a number (`s.item()`):
+    one compiled kernel, launched through the bound path with each call's value."""
+    skip_unless_runs(emitter)
+    x = torch.randn(300, N, device="cuda", dtype=bf16)
+    scales = (3.0, 0.5, -7.25, 0.5)
+    with tilec.config.patch(emitter=emitter):
+        compiled = torch.compile(scaled_softmax, dynamic=False, fullgraph=True)
+        for s in scales:
+            y = compiled(x, torch.tensor(s))
+            assert_close(y.float(), scaled_softmax(x.float(), torch.tensor(s)), bf16, what=f"s={s}")
+    torch.cuda.synchronize()
+    records = tilec.report()
+    assert len(records) == 1 and records[0].taken, [(r.kernel, r.reason) for r in records]
+    kernel = loaded_kernels(records[0].kernel)[-1]
+    assert sum(kernel.launches.values()) == len(scales)
+    bound = kernel._bound
+    assert bound is not None and bound.size_args, "the bound launch path takes the value as an argument"

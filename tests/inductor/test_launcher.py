@@ -311,3 +311,54 @@ def test_a_bound_launch_calls_the_c_launcher_directly(monkeypatch) -> None:
     k.run(odd, y, stream=7)  # not the alignment it was bound for: Triton compiles another
     torch.testing.assert_close(y, 2 * odd)
     assert calls[3] == ("jit", False)
+
+
+def test_a_number_passed_by_value_reaches_every_bound_launch(monkeypatch) -> None:
+    """A value the wrapper passes as a number (`s.item()`, a loss's divisor) changes between calls:
+    the bound launch passes each call's number (a float stays a float, an integer an integer),
+    never the one of the launch it was bound at."""
+    import tilec.runtime.launch as launch
+
+    monkeypatch.setattr(launch, "_current_device", lambda: 0)
+    monkeypatch.setattr(launch, "_current_stream", lambda index: 7)
+    seen: list[tuple[Any, ...]] = []
+
+    class CLaunch:  # a C function: no `__code__`
+        def __call__(self, g0: int, g1: int, g2: int, stream: int, fn: Any, *rest: Any) -> None:
+            x, y, s, n, _block = rest[8:]
+            seen.append((type(s).__name__, s, n))
+            y.copy_(x * s + n)
+
+    class Compiled:
+        function, packed_metadata = "function", "metadata"
+        run = SimpleNamespace(
+            launch=CLaunch(),
+            global_scratch_size=0,
+            profile_scratch_size=0,
+            launch_cooperative_grid=False,
+            launch_pdl=False,
+        )
+
+        def launch_metadata(self, *a: Any) -> None:
+            return None
+
+    def launch_args(
+        x: torch.Tensor, y: torch.Tensor, s: float, n: int, num_sms: int = 1
+    ) -> tuple[tuple[int, ...], tuple[Any, ...]]:
+        return (x.shape[0],), (x, y, s, n, 64)
+
+    def jit_launch(x: torch.Tensor, y: torch.Tensor, s: float, n: int, num_sms: int = 1) -> Any:
+        y.copy_(x * s + n)
+        return Compiled()
+
+    module = FakeModule(launch_args=launch_args, launch=jit_launch, GRID=lambda x, y, s, n, num_sms=1: (x.shape[0],))
+    k = TilecKernel("k", variant(module, "triton", (0, 1, 2, 3)))
+    k._sms = lambda: 132  # type: ignore[method-assign]
+    x, y = torch.randn(4, 64), torch.empty(4, 64)
+    k.run(x, y, 3.0, 1, stream=7)  # Triton's JIT compiles; bound from now on
+    assert k._bound is not None
+    for s, n in ((0.5, 2), (-2.25, 5)):
+        k.run(x, y, s, n, stream=7)
+        torch.testing.assert_close(y, x * s + n)
+    assert seen == [("float", 0.5, 2), ("float", -2.25, 5)]
+    assert k.launches == {"primary": 3, "fallback": 0}

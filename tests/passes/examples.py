@@ -190,7 +190,8 @@ def run_chain(
                 shape, strides, offset = k.layouts[a.buffer]
                 base = torch.full((offset + sum((n - 1) * st for n, st in zip(shape, strides)) + 1,), float("nan"))
                 buffers[a.buffer] = base.to(TORCH_DTYPES[a.dtype]).as_strided(shape, strides, offset)
-            args.append(buffers[a.buffer])
+            # a 0-d CPU tensor the wrapper passes by value (`.item()`)
+            args.append(buffers[a.buffer].item() if a.access == "value" else buffers[a.buffer])
             last = a.buffer if a.is_written else last
         values = {sympy.Symbol(n, integer=True, positive=True): v for n, v in k.symbols.items()}
         sizes = [int(sympy.sympify(e).xreplace(values)) for e in lowered.sizes.values()]

@@ -472,8 +472,11 @@ def _fake_inputs(inputs: Sequence[Any], device: str, mode: Any) -> list[Any]:
     out = []
     for x in inputs:
         if isinstance(x, torch.Tensor):
+            # a 0-d CPU tensor stays on the CPU, as where a GPU program passes one (a scalar the
+            # wrapper passes to GPU kernels by value)
+            where = "cpu" if x.dim() == 0 and x.device.type == "cpu" else device
             with mode:
-                t = torch.empty_strided(tuple(x.shape), tuple(x.stride()), dtype=x.dtype, device=device)
+                t = torch.empty_strided(tuple(x.shape), tuple(x.stride()), dtype=x.dtype, device=where)
             out.append(t.requires_grad_(x.requires_grad) if x.is_floating_point() else t)
         else:
             out.append(x)

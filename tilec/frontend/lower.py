@@ -465,13 +465,15 @@ class KernelBuilder:
 
     def _scalar_argument(self, name: str) -> TV:
         """A buffer the wrapper passes by value (`buf.item()`: a 0-d CPU tensor), read as the
-        scalar parameter it is. On the CPU path only: the GPU launcher binds only tensors and
-        integer sizes as per-call arguments, and this has not been run on a GPU."""
+        scalar parameter it is. The GPU launcher passes numbers through at every call, but a
+        Python bool would be bound as a constant (Triton's launch has no per-call form for it
+        the launcher can find), so a boolean one stays stock on the GPU."""
         from torch._inductor.virtualized import V
 
-        if V.graph.get_current_device_or_throw().type != "cpu":
+        dtype = self._dtype(name)
+        if V.graph.get_current_device_or_throw().type != "cpu" and dtype == i1:
             raise UnsupportedError(SCALAR_ARGUMENT)
-        return self.lb.scalar_param(self.kargs.input(name), self._dtype(name))
+        return self.lb.scalar_param(self.kargs.input(name), dtype)
 
     def _broadcast(self, index: sympy.Expr, offsets: TV) -> bool:
         """Whether a load reads the same element for several iterations (stock codegen's

@@ -32,8 +32,8 @@ SPLIT_REDUCTION_PARTIALS = "a reduction of value tuples (split-reduction partial
 MASKED_BODY = "a masked sub-block tilec cannot express"
 RELOAD_OTHER_INDEX = "a buffer stored in the kernel is reloaded at another index"
 SCALAR_ARGUMENT = (
-    "a 0-d CPU tensor passed to a GPU kernel by value (the wrapper's `.item()`) is not supported "
-    "(on the CPU path it is a scalar parameter)"
+    "a boolean 0-d CPU tensor passed to a GPU kernel by value (the wrapper's `.item()`) is not supported "
+    "(numbers are scalar parameters)"
 )
 CANNOT_SPLIT_RANGES = "a node's iteration ranges do not map onto the kernel's (x, r) space"
 INTERNAL_ERROR = "internal error in tilec.lower"

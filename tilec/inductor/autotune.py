@@ -185,14 +185,18 @@ def _store(k: str, tuned: Tuned) -> None:
 
 def random_args(lowered: Any, device: Any, layouts: dict[str, Any] | None = None) -> list[Any]:
     """A tensor per kernel argument with its static shape, strides, offset and dtype, random values
-    (floats normal, integers 1..63, booleans either). `layouts` (buffer -> (shape, strides,
-    offset)) gives the layouts of a kernel with symbolic sizes, at the sizes it is timed for."""
+    (floats normal, integers 1..63, booleans either); a number for a value the wrapper passes by
+    value. `layouts` (buffer -> (shape, strides, offset)) gives the layouts of a kernel with
+    symbolic sizes, at the sizes it is timed for."""
     import torch
 
     from tilec.interp.dtypes import TORCH_DTYPES
 
-    out = []
+    out: list[Any] = []
     for a in lowered.args:
+        if a.access == "value":  # a number the wrapper passes by value (`buf.item()`)
+            out.append(1.5 if TORCH_DTYPES[a.dtype].is_floating_point else 3)
+            continue
         shape, strides, offset = (layouts or {}).get(a.buffer, (a.shape, a.strides, a.offset or 0))
         if shape is None or strides is None:
             raise ValueError(f"the layout of {a.buffer} is not static")

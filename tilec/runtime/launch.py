@@ -272,8 +272,9 @@ class _Bound:
     once per launch; the encoding holds no tensor). A kernel with a symbolic size takes it as a
     run() argument after the buffers: passed through, the grid recomputed from it by the emitted
     `GRID` (the emitters compile size parameters unspecialized, so any size that fits 32 bits
-    keeps the binding). Kernels that need Triton's scratch memory or launch hooks, and launchers
-    of another shape than Triton 3.6's, keep the general path."""
+    keeps the binding); a number the wrapper passes by value (`buf.item()`) is passed through
+    too. Kernels that need Triton's scratch memory or launch hooks, and launchers of another
+    shape than Triton 3.6's, keep the general path."""
 
     role: str  # "primary" or "fallback": which variant it launches
     c_launch: Any  # Triton's compiled C launcher
@@ -286,7 +287,7 @@ class _Bound:
     desc_source: tuple[int, ...]  # the run() argument each descriptor reads
     tensor_args: tuple[int, ...]
     encoded: dict[tuple[int, ...], list[list[Any]]]
-    # run-time sizes (a symbolic xnumel): the run() arguments, the specialization Triton compiled
+    # per-call numbers (a symbolic xnumel, a value passed as `buf.item()`): the run() arguments, the specialization Triton compiled
     # them for, and the grid, recomputed from them at each launch
     size_args: tuple[int, ...]
     size_spec: tuple[Any, ...]
@@ -306,7 +307,7 @@ class _Bound:
         num_sms: int = 1,
         sizes: dict[int, int] | None = None,
     ) -> _Bound | None:
-        """`sizes`: kernel argument index -> run() argument index, for run-time sizes."""
+        """`sizes`: kernel argument index -> run() argument index, for per-call numbers."""
         sizes = sizes or {}
         try:
             launcher = compiled.run
@@ -376,7 +377,7 @@ class _Bound:
                     self.encoded.clear()
                 encoded = self.encoded[ptrs] = self._encode(args)
         if self.size_args and tuple(_size_spec(args[i]) for i in self.size_args) != self.size_spec:
-            return False  # a size past 32 bits: Triton passes it as another type
+            return False  # a size past 32 bits (Triton passes it as another type), or another type
         for kind, v in self.layout:
             if kind == "arg":
                 a = args[v]
@@ -409,19 +410,24 @@ class _Bound:
         return out
 
 
+def _number(a: Any) -> bool:
+    return isinstance(a, (int, float)) and not isinstance(a, bool)
+
+
 def _sizes(prepare: Any, variant: Variant, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, int]:
-    """Which kernel arguments are run() arguments holding sizes (a symbolic xnumel): kernel
-    argument index -> run() argument index. Found by preparing the launch again with each integer
-    argument replaced by a value no constant takes."""
+    """Which kernel arguments are run() arguments that change from call to call: sizes (a
+    symbolic xnumel) and values the wrapper passes as numbers (`buf.item()`): kernel argument
+    index -> run() argument index. Found by preparing the launch again with each numeric argument
+    replaced by a value no constant takes (of the same type: an integer stays an integer)."""
     probe_base = 1 << 40
-    if not any(isinstance(a, int) and not isinstance(a, bool) for a in args):
+    if not any(_number(a) for a in args):
         return {}
-    probe = tuple(probe_base + j if isinstance(a, int) and not isinstance(a, bool) else a for j, a in enumerate(args))
+    probe = tuple(type(a)(probe_base + j) if _number(a) else a for j, a in enumerate(args))
     _, probe_args = prepare(*variant.args(probe), **kwargs)
     return {
-        k: a - probe_base
+        k: int(a) - probe_base
         for k, a in enumerate(probe_args)
-        if isinstance(a, int) and not isinstance(a, bool) and probe_base <= a < probe_base + len(args)
+        if _number(a) and probe_base <= a < probe_base + len(args) and a == int(a)
     }
 
 
@@ -471,10 +477,10 @@ def _current_stream(index: int) -> int:
     return int(torch._C._cuda_getCurrentRawStream(index))
 
 
-def _size_spec(arg: int) -> bool:
-    """What Triton's cache key takes from a size parameter, which the emitters mark
-    `do_not_specialize`: only whether it fits 32 bits."""
-    return -(2**31) <= arg < 2**31
+def _size_spec(arg: int | float) -> tuple[type, bool]:
+    """What Triton's cache key takes from a per-call number: its type and, of an integer (a size,
+    which the emitters mark `do_not_specialize`), whether it fits 32 bits (a float is fp32)."""
+    return type(arg), isinstance(arg, float) or -(2**31) <= arg < 2**31
 
 
 def _specialization(arg: Any) -> Any:
