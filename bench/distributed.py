@@ -38,6 +38,7 @@ The command exits 1 when either check fails.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 import statistics
@@ -140,6 +141,14 @@ def run_wrap(wrap: str, size: str, steps: int, device: str, log: Any) -> dict[st
         # ABBA: whichever side runs first in a pair is favoured in neither
         for side in sides if i % 2 == 0 else sides[::-1]:
             step(side, ids)
+    device_ms: dict[str, Any] = {s: None for s in sides}
+    if device == "cuda":
+        # each side's computation on this GPU per step: its kernels' durations, the collectives'
+        # (which include waiting for the other ranks) left out
+        for side in sides:
+            device_ms[side] = models.device_ms(functools.partial(step, side, tokens[-1]), skip="nccl")
+        for side in sides:  # the profiled steps are no measurement of wall time
+            del losses[side][steps:], times[side][steps:]
     reports: list[Any] = [None] * world
     dist.all_gather_object(reports, _report_lines())
     same = all(r == reports[0] for r in reports)
@@ -166,10 +175,21 @@ def run_wrap(wrap: str, size: str, steps: int, device: str, log: Any) -> dict[st
         "report": reports[0],
         "tilec_ms": statistics.median(times["tilec"][timed]),
         "stock_ms": statistics.median(times["stock"][timed]),
+        "tilec_step_ms": times["tilec"],
+        "stock_step_ms": times["stock"],
+        "tilec_spread_ms": [min(times["tilec"][timed]), max(times["tilec"][timed])],
+        "stock_spread_ms": [min(times["stock"][timed]), max(times["stock"][timed])],
+        "tilec_device_ms": device_ms["tilec"],
+        "stock_device_ms": device_ms["stock"],
     }
     row["speedup"] = row["stock_ms"] / row["tilec_ms"]
     if rank == 0:
-        timing = f"; step {row['tilec_ms']:.1f} ms tilec, {row['stock_ms']:.1f} ms stock" if device == "cuda" else ""
+        timing = (
+            f"; step {row['tilec_ms']:.1f} ms tilec, {row['stock_ms']:.1f} ms stock; "
+            f"device {row['tilec_device_ms']} / {row['stock_device_ms']} ms"
+            if device == "cuda"
+            else ""
+        )
         log(
             f"{wrap:5s} {size} {device} x{world}: taken {row['taken']}/{row['kernels']} in {row['graphs']} graphs "
             f"on rank 0, reports {'identical' if same else 'DIFFER'} across ranks; loss difference {worst:.2e} "
@@ -182,6 +202,10 @@ def run_wrap(wrap: str, size: str, steps: int, device: str, log: Any) -> dict[st
     return row
 
 
+def _ms(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
 def markdown(rows: list[dict[str, Any]], env: dict[str, str]) -> str:
     lines = [
         "# tilec bench --distributed",
@@ -191,16 +215,26 @@ def markdown(rows: list[dict[str, Any]], env: dict[str, str]) -> str:
         "Llama built from its config, data-parallel training on every rank, tilec's and stock's steps "
         "alternating; the loss is the mean over ranks, a step's time the slowest rank's (median over "
         "the steps after the first two, which compile; none on the CPU, where tilec's kernels run in "
-        "Triton's interpreter). Taken: rank 0's kernels, in its graphs (DDP's split at its buckets).",
+        "Triton's interpreter), its spread the minimum and maximum of those steps. Device ms: rank 0's "
+        "kernels per step, the collectives left out (their time includes waiting for the other rank), "
+        "from 3 more profiled steps per side. Taken: rank 0's kernels, in its graphs (DDP's split at its buckets).",
         "",
-        "| wrap | size | ranks | dtype | steps | stock/tilec | tilec ms | stock ms | first loss tilec / stock | "
+        "| wrap | size | ranks | dtype | steps | stock/tilec | tilec ms | stock ms | tilec spread | stock spread | "
+        "tilec device ms | stock device ms | first loss tilec / stock | "
         "last loss tilec / stock | max loss difference | losses agree | taken | reports identical |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         # on the CPU tilec's kernels run in Triton's interpreter: its times are no measurement
         timed = r["device"] == "cuda"
-        speed = f"{r['speedup']:.3f} | {r['tilec_ms']:.2f} | {r['stock_ms']:.2f}" if timed else "— | — | —"
+        speed = (
+            f"{r['speedup']:.3f} | {r['tilec_ms']:.2f} | {r['stock_ms']:.2f} | "
+            f"{r['tilec_spread_ms'][0]:.2f}-{r['tilec_spread_ms'][1]:.2f} | "
+            f"{r['stock_spread_ms'][0]:.2f}-{r['stock_spread_ms'][1]:.2f} | "
+            f"{_ms(r['tilec_device_ms'])} | {_ms(r['stock_device_ms'])}"
+            if timed
+            else "— | — | — | — | — | — | —"
+        )
         lines.append(
             f"| {r['wrap']} | {r['size']} | {r['world']} | {r['dtype']} | {r['steps']} | {speed} | "
             f"{r['loss_tilec'][0]:.6f} / {r['loss_stock'][0]:.6f} | "

@@ -159,9 +159,10 @@ def _sync_ms(fn: Callable[[], Any]) -> float:
     return start.elapsed_time(end)
 
 
-def device_ms(fn: Callable[[], Any], steps: int = 3) -> float | None:
+def device_ms(fn: Callable[[], Any], steps: int = 3, skip: str | None = None) -> float | None:
     """GPU milliseconds per step: the sum of the kernels' and copies' durations the profiler
-    records (CUDA-graph replays included), averaged over `steps` steps; None if it saw none."""
+    records (CUDA-graph replays included; those whose name contains `skip` left out), averaged
+    over `steps` steps; None if it saw none."""
     import torch
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
@@ -171,7 +172,11 @@ def device_ms(fn: Callable[[], Any], steps: int = 3) -> float | None:
         for _ in range(steps):
             fn()
         torch.cuda.synchronize()
-    us = [e.time_range.elapsed_us() for e in prof.events() if e.device_type == DeviceType.CUDA]
+    us = [
+        e.time_range.elapsed_us()
+        for e in prof.events()
+        if e.device_type == DeviceType.CUDA and not (skip and skip in e.name.lower())
+    ]
     return sum(us) / steps / 1000.0 if us else None
 
 
