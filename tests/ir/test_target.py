@@ -16,7 +16,31 @@ def test_the_h100_figures() -> None:
 
 
 def test_the_h200_has_the_h100s_sms() -> None:
-    assert dataclasses.replace(H200, name=H100.name) == H100
+    assert dataclasses.replace(H200, name=H100.name, hbm_bytes_per_s=H100.hbm_bytes_per_s) == H100
+    assert H200.hbm_bytes_per_s / H100.hbm_bytes_per_s == pytest.approx(1.43, abs=0.01)
+
+
+def test_bytes_in_flight_per_sm() -> None:
+    """Little's law, per SM (docs/performance.md): 3.35 TB/s x 600 ns over 132 SMs on the H100,
+    4.8 TB/s on the H200; nothing where the memory is not described."""
+    assert H100.bytes_in_flight_per_sm == round(3.35e12 * 600e-9 / 132) == 15227
+    assert H200.bytes_in_flight_per_sm == 21818
+    assert B200.bytes_in_flight_per_sm == 0
+
+
+def test_target_for_a_device_name() -> None:
+    """A known name gives that target; another device of a known capability keeps its own name and
+    no memory figures (an H100 PCIe's bandwidth is not the SXM part's)."""
+    assert target_for((9, 0), "NVIDIA H200") == H200
+    assert target_for((9, 0), "NVIDIA H100 80GB HBM3", sm_count=132) == H100
+    pcie = target_for((9, 0), "NVIDIA H100 PCIe", sm_count=114)
+    assert (pcie.name, pcie.sm_count, pcie.hbm_bytes_per_s, pcie.smem_per_block) == (
+        "NVIDIA H100 PCIe",
+        114,
+        0.0,
+        H100.smem_per_block,
+    )
+    assert target_for((8, 0), "NVIDIA A100-SXM4-80GB").name == "NVIDIA A100-SXM4-80GB"
 
 
 @pytest.mark.parametrize(

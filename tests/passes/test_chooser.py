@@ -12,7 +12,19 @@ import pytest
 import torch
 
 from examples import example
-from tilec.passes.chooser import RESULTS, RULES, UNMEASURED, Choice, Decline, Rule, Signature, choose, signature
+from tilec.passes.chooser import (
+    NO_TABLE,
+    RESULTS,
+    RULES,
+    TABLES,
+    UNMEASURED,
+    Choice,
+    Decline,
+    Rule,
+    Signature,
+    choose,
+    signature,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -181,6 +193,35 @@ def test_forced_emitter_and_decline_off() -> None:
     assert isinstance(forced, Choice) and forced.emitter == "gluon"
     softmax = choose(example("softmax", 16, 1024).kernel(), hopper=True, forced="gluon")
     assert isinstance(softmax, Choice) and softmax.emitter == "gluon"  # forced wins over a rule's emitter
+
+
+def test_a_gpu_without_a_table_gets_no_other_gpus_rules() -> None:
+    """Rules hold for the GPU they were measured on: on the H200 (no table yet) a kernel the H100's
+    rules take is declined as unmeasured there, and the autotuner is asked for every kernel (it
+    times the candidates, with plans sized for the H200's bytes in flight); with decline off it is
+    taken."""
+    from types import SimpleNamespace
+
+    from tilec.inductor import autotune
+    from tilec.ir.target import H100, H200
+
+    assert set(TABLES) == {H100.name} and TABLES[H100.name] is RULES
+    k = example("softmax", 16, 4096).kernel()
+    on_h100 = choose(k, hopper=True, gpu=H100.name)
+    assert isinstance(on_h100, Choice) and on_h100.emitter == "gluon"
+    on_h200 = choose(k, hopper=True, gpu=H200.name)
+    assert isinstance(on_h200, Decline) and on_h200.reason.startswith(NO_TABLE) and H200.name in on_h200.reason
+    assert isinstance(choose(k, hopper=True, gpu=H200.name, forced="triton"), Decline)  # as an unmeasured kernel
+    forced = choose(k, hopper=True, gpu=H200.name, forced="triton", decline=False)
+    assert forced == Choice("triton", "tilec.config.emitter = 'triton'")
+    assert isinstance(choose(k, hopper=True, gpu=H200.name, decline=False), Choice)
+    cuda = SimpleNamespace(type="cuda")
+    assert not autotune.wanted(cuda, H100) and autotune.wanted(cuda, H200)
+    assert not autotune.wanted(SimpleNamespace(type="cpu"), H200)
+    sized = "gluon{target_elems=8192}"
+    assert sized in autotune.candidates(True, None, True, True, H200)
+    assert sized not in autotune.candidates(True, None, True, True, H100)
+    assert autotune.candidates(True, None, True, False, H200) == ["gluon", "triton", "stock"]  # pointwise
 
 
 def _overlapping(rules: tuple[Rule, ...]) -> list[tuple[Rule, Rule]]:

@@ -35,12 +35,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tilec import config as cfg
 from tilec.ir.errors import error_line
+from tilec.ir.target import H100, Target
+from tilec.passes.plan import Plan
 
 if TYPE_CHECKING:
     from tilec.inductor.build import KernelBuild
@@ -56,6 +59,7 @@ __all__ = [
     "key",
     "pick",
     "random_args",
+    "sized_variants",
     "split",
     "traced",
     "tune",
@@ -84,13 +88,17 @@ class Tuned:
         return ", ".join(parts) + (" (cached)" if self.cached else "") + (" (rank 0's choice)" if self.rank0 else "")
 
 
-def wanted(device: Any) -> bool:
-    """Whether kernels compiled for `device` are autotuned."""
+def wanted(device: Any, target: Target | None = None) -> bool:
+    """Whether kernels compiled for `device` (a CUDA GPU described by `target`) are autotuned: when
+    asked for (`tilec.config.autotune`, Inductor's `max_autotune`), and always on a GPU the
+    chooser has no measured rules for."""
     if device.type != "cuda":
         return False
     from torch._inductor import config as ic
 
-    return bool(cfg.autotune or ic.max_autotune)
+    from tilec.passes.chooser import has_table
+
+    return bool(cfg.autotune or ic.max_autotune) or (target is not None and not has_table(target.name))
 
 
 # plan variants timed beside each emitter's heuristic plan (options of its plan pass) for row
@@ -101,12 +109,33 @@ def wanted(device: Any) -> bool:
 PLAN_VARIANTS = {"gluon": ["xblock=1,num_warps=4"], "triton": []}
 
 
-def candidates(hopper: bool, forced: str | None, decline: bool, reduction: bool = True) -> list[str]:
+def sized_variants(target: Target | None) -> dict[str, list[str]]:
+    """Plan variants sized for `target`'s bytes in flight: where each SM must keep more bytes
+    requested than on the H100 (whose heuristic plans and rules were measured) to fill its memory
+    (`Target.bytes_in_flight_per_sm`: 21.8 KB on the H200 against 15.2 KB), the rows per
+    program grow by that ratio, rounded up to a power of two (`target_elems` of the plan pass).
+    None where the target is the H100 or its memory is not described."""
+    if target is None or not target.bytes_in_flight_per_sm:
+        return {}
+    ratio = target.bytes_in_flight_per_sm / H100.bytes_in_flight_per_sm
+    if ratio <= 1.0:
+        return {}
+    scale = 1 << math.ceil(math.log2(ratio))
+    option = f"target_elems={Plan.target_elems * scale}"
+    return {"gluon": [option], "triton": [option]}
+
+
+def candidates(
+    hopper: bool, forced: str | None, decline: bool, reduction: bool = True, target: Target | None = None
+) -> list[str]:
     """The candidates for a kernel: each emitter tilec may use here with its heuristic plan and, for
-    a row reduction, its plan variants ("gluon{xblock=1,num_warps=4}"), and stock unless decline is
-    off."""
+    a row reduction, its plan variants ("gluon{xblock=1,num_warps=4}") and those sized for the
+    `target` GPU's bytes in flight, and stock unless decline is off."""
     emitters = [forced] if forced else (["gluon", "triton"] if hopper else ["triton"])
-    variants = PLAN_VARIANTS if reduction else {}
+    variants: dict[str, list[str]] = {}
+    if reduction:
+        sized = sized_variants(target)
+        variants = {e: [*PLAN_VARIANTS.get(e, []), *sized.get(e, [])] for e in emitters}
     out = [c for e in emitters for c in [e, *(f"{e}{{{v}}}" for v in variants.get(e, []))]]
     return out + ([STOCK] if decline else [])
 

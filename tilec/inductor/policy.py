@@ -13,7 +13,7 @@ from tilec import config as cfg
 from tilec.inductor.build import PLACEHOLDER, KernelBuild, build
 from tilec.inductor.wrapper import name_stem
 from tilec.ir.errors import error_line
-from tilec.ir.target import target_for
+from tilec.ir.target import Target, target_for
 
 log = logging.getLogger("tilec")
 
@@ -77,19 +77,29 @@ def _gluon_available() -> bool:
         return False
 
 
+def device_target(device: Any) -> Target:
+    """The `Target` of a CUDA device: its name and capability, its own SM count and shared memory
+    (an unreadable device: sm_00, which nothing builds Gluon for)."""
+    import torch
+
+    try:
+        p = torch.cuda.get_device_properties(device)
+    except Exception:
+        return target_for((0, 0))
+    facts: dict[str, Any] = {"sm_count": p.multi_processor_count}
+    smem = getattr(p, "shared_memory_per_block_optin", 0)
+    if smem:
+        facts["smem_per_block"] = smem
+    return target_for((p.major, p.minor), p.name, **facts)
+
+
 def choose_emitter(device: Any) -> tuple[str | None, str | None]:
     """(emitter, None), or (None, why not) when the configured emitter cannot run here."""
     if device.type != "cuda":
         return "triton", None
     if cfg.emitter == "triton":
         return "triton", None
-    import torch
-
-    try:
-        capability = torch.cuda.get_device_capability(device)
-    except Exception:
-        capability = (0, 0)
-    target = target_for(capability)
+    target = device_target(device)
     hopper = target.gluon and _gluon_available()
     if cfg.emitter == "gluon" and not hopper:
         return None, f"the Gluon emitter needs sm_90 or newer and Triton's Gluon; this GPU is {target.arch}"
@@ -119,10 +129,12 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | str:
 
             hopper, forced = emitter == "gluon", (cfg.emitter if cfg.emitter != "auto" else None)
             rows = lowered.is_reduction and not reads_columns(lowered.kernel)
-            cands = autotune.candidates(hopper, forced, cfg.decline, rows)
+            target = device_target(device)
+            cands = autotune.candidates(hopper, forced, cfg.decline, rows, target)
             tuned = None
-            # a kernel with symbolic sizes is timed at the sizes its graph was traced with
-            if len(cands) > 1 and autotune.wanted(device):
+            # a kernel with symbolic sizes is timed at the sizes its graph was traced with; on a
+            # GPU without measured rules of its own, every kernel is timed
+            if len(cands) > 1 and autotune.wanted(device, target):
 
                 def plan_for(candidate: str) -> KernelBuild:
                     candidate_emitter, options = autotune.split(candidate)
@@ -134,7 +146,7 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | str:
                     return f"stock Inductor timed fastest when autotuned: {tuned.describe()}"
                 (emitter, plan_options), tuning = autotune.split(tuned.winner), tuned.describe()
             else:
-                choice = choose(lowered.kernel, hopper=hopper, forced=forced, decline=cfg.decline)
+                choice = choose(lowered.kernel, hopper=hopper, forced=forced, decline=cfg.decline, gpu=target.name)
                 if isinstance(choice, Decline):
                     return choice.reason
                 emitter, plan_options = choice.emitter, choice.plan

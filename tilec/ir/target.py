@@ -3,7 +3,8 @@ use, in one place.
 
     from tilec.ir.target import H100, target_for
     H100.smem_per_block                 # 232448: the opt-in maximum of shared memory per CTA
-    target_for((9, 0), sm_count=132)    # the description of a device from its properties
+    target_for((9, 0), "NVIDIA H200", sm_count=132)  # a device, from its properties
+    H200.bytes_in_flight_per_sm         # 21818: what each SM must keep requested to fill HBM
 
 A `Target` holds what the hardware fixes (compute capability, SMs, shared memory, registers, TMA
 and cluster support); how a pass spends it (the pipelining pass's share of shared memory, say) is
@@ -17,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-__all__ = ["B200", "DEFAULT", "H100", "H200", "Target", "target_for"]
+__all__ = ["B200", "DEFAULT", "H100", "H200", "KNOWN", "Target", "target_for"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,10 @@ class Target:
     max_threads_per_block: int = 1024
     warp_size: int = 32
     l2_bytes: int = 0  # 0: not described
+    # memory: the datasheet's HBM bandwidth (bytes per second; 0: not described) and the round
+    # trip of a load from HBM under load, assumed (docs/performance.md, "Bytes in flight")
+    hbm_bytes_per_s: float = 0.0
+    memory_latency_s: float = 600e-9
 
     @property
     def arch(self) -> str:
@@ -49,6 +54,12 @@ class Target:
         return self.capability >= (9, 0)
 
     @property
+    def bytes_in_flight_per_sm(self) -> int:
+        """The bytes each SM must have requested and not yet received for loads to keep HBM busy
+        (Little's law: bandwidth x latency, over the SMs); 0 where the bandwidth is not described."""
+        return round(self.hbm_bytes_per_s * self.memory_latency_s / self.sm_count)
+
+    @property
     def gluon(self) -> bool:
         """Whether tilec's Gluon emitter builds for it (TMA, mbarriers, warp specialization)."""
         return self.tma
@@ -62,18 +73,28 @@ H100 = Target(
     smem_per_sm=233_472,
     registers_per_sm=65_536,
     l2_bytes=50 * 1024 * 1024,
+    hbm_bytes_per_s=3.35e12,
 )
-H200 = dataclasses.replace(H100, name="NVIDIA H200")  # the H100's SMs, more and faster memory
-# shared memory and registers per SM and per block as on Hopper; its L2 is not described
-B200 = dataclasses.replace(H100, name="NVIDIA B200", capability=(10, 0), sm_count=148, l2_bytes=0)
+# the H100's SMs, more and faster memory (4.8 TB/s of HBM3e)
+H200 = dataclasses.replace(H100, name="NVIDIA H200", hbm_bytes_per_s=4.8e12)
+# shared memory and registers per SM and per block as on Hopper; its L2 and memory not described
+B200 = dataclasses.replace(H100, name="NVIDIA B200", capability=(10, 0), sm_count=148, l2_bytes=0, hbm_bytes_per_s=0.0)
 DEFAULT = H100
+KNOWN = (H100, H200, B200)
 
 
-def target_for(capability: tuple[int, int], **facts: object) -> Target:
-    """The description of a device of `capability`: the known target of that capability, with the
-    facts given (a device's own `sm_count`, `smem_per_block`, ...) in place of its figures; a
-    capability tilec has no description of gets the H100's figures under its own capability."""
-    base = next((t for t in (H100, B200) if t.capability == capability), None)
+def target_for(capability: tuple[int, int], name: str | None = None, **facts: object) -> Target:
+    """The description of a device of `capability` named `name` (what the driver calls it:
+    "NVIDIA H200"): the known target of that name, else of that capability under the device's own
+    name, with the facts given (a device's own `sm_count`, `smem_per_block`, ...) in place of its
+    figures; a capability tilec has no description of gets the H100's figures under its own
+    capability. A device of another name than a known target's keeps no memory figures: its
+    bandwidth is not the one of the target it shares a capability with."""
+    base = next((t for t in KNOWN if name is not None and t.name == name and t.capability == capability), None)
     if base is None:
-        base = dataclasses.replace(H100, name=f"sm_{capability[0]}{capability[1]}", capability=capability)
+        base = next((t for t in KNOWN if t.capability == capability), None)
+        if base is None:
+            base = dataclasses.replace(H100, name=f"sm_{capability[0]}{capability[1]}", capability=capability)
+        if name is not None and name != base.name:
+            base = dataclasses.replace(base, name=name, hbm_bytes_per_s=0.0)
     return dataclasses.replace(base, **facts)  # type: ignore[arg-type]

@@ -11,7 +11,8 @@ many inputs it
 reads as whole rows (one for the forward norms and softmax; a residual add or a backward kernel
 reads more), the element size of those rows, its row length and the bytes of a row. `RULES` maps
 signatures to the emitter that measured fastest on the H100, or to `stock` where stock Inductor's
-kernel measured faster (or no slower: a tie goes to stock, whose launch costs less).
+kernel measured faster (or no slower: a tie goes to stock, whose launch costs less). `TABLES`
+holds such a table per GPU it was measured on; a GPU with none never gets another GPU's rules.
 
 `RULES` is a table of `Rule`s, one per row, with these columns:
 
@@ -46,11 +47,25 @@ from dataclasses import dataclass
 
 from tilec.ir.core import Kernel, Value, defining_op
 from tilec.ir.ops.memory import LoadOp
+from tilec.ir.target import DEFAULT, H100
 from tilec.ir.types import TileType
 from tilec.passes.plan import reads_columns, reduction_numel, widest_row_load_bytes, x_numel
 from tilec.passes.rewrite import const_value
 
-__all__ = ["RESULTS", "RULES", "UNMEASURED", "Choice", "Decline", "Rule", "Signature", "choose", "signature"]
+__all__ = [
+    "NO_TABLE",
+    "RESULTS",
+    "RULES",
+    "TABLES",
+    "UNMEASURED",
+    "Choice",
+    "Decline",
+    "Rule",
+    "Signature",
+    "choose",
+    "has_table",
+    "signature",
+]
 
 # Why a kernel no rule covers stays stock (a stable prefix: the rest names its signature).
 UNMEASURED = "no measurement shows tilec faster than stock Inductor for"
@@ -332,13 +347,34 @@ def signature(kernel: Kernel) -> Signature:
     return Signature(_family(kernel), x_numel(kernel), n, n * elem if n else 0, _row_inputs(kernel), elem, random)
 
 
-def choose(kernel: Kernel, hopper: bool, forced: str | None = None, decline: bool = True) -> Choice | Decline:
+# The tables of rules, by the GPU they were measured on (the name its driver gives it): a rule holds
+# for that GPU only. The H200 has the H100's SMs and 1.4x its bandwidth, and H100 rules measured
+# below a copy's speed there (bytes in flight: docs/performance.md); a GPU without a table of its
+# own gets the autotuner (tilec.inductor.policy), and stock Inductor where it cannot time.
+TABLES: dict[str, tuple[Rule, ...]] = {H100.name: RULES}
+
+# Why a kernel stays stock on a GPU no table describes, when the autotuner could not decide.
+NO_TABLE = "no measurement was made on this GPU"
+
+
+def has_table(gpu: str) -> bool:
+    """Whether the chooser has rules measured on `gpu` (a device name: "NVIDIA H100 80GB HBM3")."""
+    return gpu in TABLES
+
+
+def choose(
+    kernel: Kernel, hopper: bool, forced: str | None = None, decline: bool = True, gpu: str = DEFAULT.name
+) -> Choice | Decline:
     """The emitter for `kernel` (logical form), or Decline where stock Inductor measured faster.
 
     `hopper`: the Gluon emitter can run here. `forced`: the emitter the user set (no choice
-    between emitters is made). `decline`: whether measured losses decline."""
+    between emitters is made). `decline`: whether measured losses decline. `gpu`: the device's
+    name; its table of rules decides (a GPU with none: stock, unless decline is off)."""
     sig = signature(kernel)
-    rule = next((r for r in RULES if r.covers(sig)), None)
+    rules = TABLES.get(gpu)
+    if rules is None and decline:
+        return Decline(f"{NO_TABLE} ({gpu}; the autotuner, tilec.config.autotune, decides where it can time)")
+    rule = next((r for r in rules or () if r.covers(sig)), None)
     where = f"{sig.family} rows of {sig.row_bytes} bytes"
     if rule is not None and rule.action == "stock" and decline:
         return Decline(f"stock Inductor measured faster for {where} ({rule.evidence})")
