@@ -69,8 +69,11 @@ SUITE = [
     (16384, 16384),
     (4096, 32768),
     (8192, 65536),
+    (4096, 131072),  # rows past one CTA's shared memory (256 KiB in bf16)
+    (2048, 262144),
 ]
-SOFTMAX_EXTRA = [(32768, 50257)]  # neither a power of two nor a multiple of 8
+# neither a power of two nor a multiple of 8; a vocabulary-sized row of 128K
+SOFTMAX_EXTRA = [(32768, 50257), (8192, 131072)]
 OTHER_DTYPE_SHAPES = [(32768, 2048), (4096, 16384)]
 # cross-entropy: 8192 tokens over the vocabularies of Llama 2, GPT-2, Llama 3 and Gemma
 CROSS_ENTROPY_SUITE = [(8192, 32000), (8192, 50257), (8192, 128256), (8192, 256000)]

@@ -73,9 +73,21 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "autotune"
 
 
-@pytest.mark.parametrize("op,m,n", [("rmsnorm", 4096, 4096), ("layernorm", 8192, 512), ("softmax", 4096, 8192)])
+@pytest.mark.parametrize(
+    "op,m,n",
+    [
+        ("rmsnorm", 4096, 4096),
+        ("layernorm", 8192, 512),
+        ("softmax", 4096, 8192),
+        ("rmsnorm", 2048, 32768),  # a long row: the whole-row candidate too
+        ("softmax", 1024, 65536),
+    ],
+)
 def test_autotuned_kernels_are_right_and_cached(op: str, m: int, n: int, cache: Path) -> None:
-    cands = autotune.candidates(hopper(), None, decline=True)
+    from tilec.inductor.policy import device_target
+
+    cands = autotune.candidates(hopper(), None, decline=True, target=device_target(torch.device("cuda")), n=n)
+    assert (n > 16384) == any("num_warps=32" in c for c in cands)
     torch.manual_seed(0)
     args = inputs(op, m, n)
     with tilec.config.patch(autotune=True, decline=True):

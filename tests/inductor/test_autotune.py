@@ -30,6 +30,51 @@ def test_candidates_are_the_emitters_tilec_may_use_and_stock_unless_decline_is_o
     assert candidates(hopper=True, forced=None, decline=True, reduction=False) == ["gluon", "triton", STOCK]
 
 
+def test_long_rows_get_the_whole_row_in_registers() -> None:
+    """Rows past one tile of the Triton plan (16384 elements) and up to 65536 get a Triton variant
+    holding the whole row in one tile over 32 warps (read once); shorter and longer rows do not."""
+    long = "triton{max_rblock=65536,num_warps=32}"
+    for n, has in ((16384, False), (16385, True), (50257, True), (65536, True), (131072, False), (None, False)):
+        assert (long in candidates(hopper=True, forced=None, decline=True, n=n)) == has, n
+    assert long not in candidates(hopper=True, forced=None, decline=True, reduction=False, n=32768)
+    assert long not in candidates(hopper=True, forced="gluon", decline=True, n=32768)
+
+
+@pytest.mark.parametrize("name", ["rmsnorm", "softmax"])
+def test_the_whole_row_variant_computes_what_eager_does(name: str) -> None:
+    """The whole-row candidate's kernel (rows of 20000: a 32768-element tile over 32 warps) equals
+    eager as emitted Triton, in Triton's interpreter. Traced with symbolic rows (Inductor splits
+    such rows unless there are a thousand of them) and run on three."""
+    from tilec.emit.triton import emit_triton
+    from tilec.frontend import Lowered
+    from tilec.frontend.capture import capture
+    from tilec.ir import parse, print_kernel
+    from tilec.passes import run_pipeline
+    from tilec.passes.pipelines import with_plan
+    from tilec.runtime import load_source
+    from tilec.testing import assert_close
+
+    (option,) = autotune.long_row_variants(20000)["triton"]
+    fn = {
+        "rmsnorm": lambda x: (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6)).bfloat16(),
+        "softmax": lambda x: torch.softmax(x.float(), -1).bfloat16(),
+    }[name]
+    (k,) = capture(fn, [torch.randn(1024, 20000).bfloat16()], dynamic=True, strict=True)
+    lowered = k.result
+    assert isinstance(lowered, Lowered) and list(lowered.sizes) == ["xnumel"]
+    module = parse(print_kernel(lowered.kernel))
+    run_pipeline(module, with_plan("triton-default", option))
+    kernel = module.kernels[0]
+    assert kernel.constexprs["RBLOCK"] == 32768 and kernel.launch.num_warps == 32
+    x = torch.randn(3, 20000).bfloat16()
+    out = torch.full_like(x, float("nan"))
+    (read,) = [a for a in lowered.args if not a.is_written]
+    (written,) = [a for a in lowered.args if a.is_written]
+    args = {read.param: x, written.param: out}
+    load_source(emit_triton(kernel).source, interpret=True).launch(*(args[a.param] for a in lowered.args), 3)
+    assert_close(out, fn(x), torch.bfloat16, what=name)
+
+
 def test_tilec_must_beat_stock_by_the_margin() -> None:
     assert pick({"gluon": 1.0, "triton": 0.9}) == "triton"
     assert pick({"gluon": 0.9, "triton": 1.0, STOCK: 1.0}) == "gluon"

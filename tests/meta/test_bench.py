@@ -26,8 +26,10 @@ def bench():
 def test_suite_cases(bench) -> None:
     cases = list(bench.cases(list(bench.DEFAULT_OPS), None, ["bf16", "fp16", "fp32"]))
     bf16 = [c for c in cases if c[3] == "bf16"]
-    assert len(bf16) == 3 * 11 + 1  # every op on the suite, softmax also at 32768x50257
-    assert ("softmax", 32768, 50257, "bf16") in bf16
+    assert len(bf16) == 3 * 13 + 2  # every op on the suite, softmax also at 32768x50257 and 8192x131072
+    assert ("softmax", 32768, 50257, "bf16") in bf16 and ("softmax", 8192, 131072, "bf16") in bf16
+    for op in ("rmsnorm", "layernorm", "softmax"):
+        assert {(op, 4096, 131072, "bf16"), (op, 2048, 262144, "bf16")} <= set(bf16)
     assert sum(c[3] == "fp16" for c in cases) == sum(c[3] == "fp32" for c in cases) == 3 * 2
 
 

@@ -57,6 +57,7 @@ __all__ = [
     "Tuned",
     "candidates",
     "key",
+    "long_row_variants",
     "pick",
     "random_args",
     "sized_variants",
@@ -107,6 +108,8 @@ def wanted(device: Any, target: Target | None = None) -> bool:
 # has a column reduction (one column per program ran 4-15x slower than its plan on every weight
 # gradient of bench/results/2026-11-25-columns).
 PLAN_VARIANTS = {"gluon": ["xblock=1,num_warps=4"], "triton": []}
+# rows (elements) longer than the first and up to the second get the whole-row variant
+LONG_ROW = (16384, 65536)
 
 
 def sized_variants(target: Target | None) -> dict[str, list[str]]:
@@ -125,17 +128,35 @@ def sized_variants(target: Target | None) -> dict[str, list[str]]:
     return {"gluon": [option], "triton": [option]}
 
 
+def long_row_variants(n: int | None) -> dict[str, list[str]]:
+    """For rows longer than the Triton plan holds in one tile (16384 elements) and up to 65536: the
+    whole row in one tile over 32 warps, read from memory once and kept in registers — the
+    persistent-reduction plan Inductor's max-autotune finds for such rows, where the heuristic plan
+    loops over chunks and reads the row twice. Compiled for sm_90 (bf16 rows, RMSNorm, LayerNorm,
+    softmax) it keeps the row without spilling at 32768 and spills 136-184 bytes a thread at
+    65536."""
+    if n is None or not LONG_ROW[0] < n <= LONG_ROW[1]:
+        return {}
+    return {"triton": [f"max_rblock={LONG_ROW[1]},num_warps=32"]}
+
+
 def candidates(
-    hopper: bool, forced: str | None, decline: bool, reduction: bool = True, target: Target | None = None
+    hopper: bool,
+    forced: str | None,
+    decline: bool,
+    reduction: bool = True,
+    target: Target | None = None,
+    n: int | None = None,
 ) -> list[str]:
     """The candidates for a kernel: each emitter tilec may use here with its heuristic plan and, for
-    a row reduction, its plan variants ("gluon{xblock=1,num_warps=4}") and those sized for the
-    `target` GPU's bytes in flight, and stock unless decline is off."""
+    a row reduction (of `n` elements a row, where constant), its plan variants
+    ("gluon{xblock=1,num_warps=4}"), those sized for the `target` GPU's bytes in flight and, for
+    long rows, the whole row in registers; and stock unless decline is off."""
     emitters = [forced] if forced else (["gluon", "triton"] if hopper else ["triton"])
     variants: dict[str, list[str]] = {}
     if reduction:
-        sized = sized_variants(target)
-        variants = {e: [*PLAN_VARIANTS.get(e, []), *sized.get(e, [])] for e in emitters}
+        extra = [sized_variants(target), long_row_variants(n)]
+        variants = {e: [*PLAN_VARIANTS.get(e, []), *(v for x in extra for v in x.get(e, []))] for e in emitters}
     out = [c for e in emitters for c in [e, *(f"{e}{{{v}}}" for v in variants.get(e, []))]]
     return out + ([STOCK] if decline else [])
 

@@ -125,12 +125,12 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | str:
         if device.type == "cuda":  # the chooser's rules and the autotuner's timings are GPU measurements
             from tilec.inductor import autotune
             from tilec.passes.chooser import Decline, choose
-            from tilec.passes.plan import reads_columns
+            from tilec.passes.plan import reads_columns, reduction_numel
 
             hopper, forced = emitter == "gluon", (cfg.emitter if cfg.emitter != "auto" else None)
             rows = lowered.is_reduction and not reads_columns(lowered.kernel)
             target = device_target(device)
-            cands = autotune.candidates(hopper, forced, cfg.decline, rows, target)
+            cands = autotune.candidates(hopper, forced, cfg.decline, rows, target, reduction_numel(lowered.kernel))
             tuned = None
             # a kernel with symbolic sizes is timed at the sizes its graph was traced with; on a
             # GPU without measured rules of its own, every kernel is timed
