@@ -82,10 +82,28 @@ IGNORE_INDEX = -100
 BWD_SUITE = [(32768, 2048), (8192, 8192), (4096, 32768), (2048, 65536)]
 # A backward op is its forward's gradients, dx and the weights' (torch.autograd.grad of the
 # compiled forward's output): what AOT autograd's backward graph computes, timed alone
-BACKWARD = {"rmsnorm_bwd": "rmsnorm", "layernorm_bwd": "layernorm", "softmax_bwd": "softmax"}
+BACKWARD = {
+    "rmsnorm_bwd": "rmsnorm",
+    "layernorm_bwd": "layernorm",
+    "softmax_bwd": "softmax",
+    "add_rmsnorm_bwd": "add_rmsnorm",  # two outputs (the residual stream and the norm): two gradients in
+    "gemma_rmsnorm_bwd": "gemma_rmsnorm",
+}
+# forwards with more than one output (a backward takes a gradient for each)
+OUTPUTS = {"add_rmsnorm": 2, "add_layernorm": 2}
 # A training op is its forward and its backward in one call (a loss: nothing flows in)
 TRAIN = {"cross_entropy_train": "cross_entropy"}
-OPS = ("rmsnorm", "layernorm", "softmax", "add_rmsnorm", "add_layernorm", "cross_entropy", *BACKWARD, *TRAIN)
+OPS = (
+    "rmsnorm",
+    "layernorm",
+    "softmax",
+    "add_rmsnorm",
+    "add_layernorm",
+    "gemma_rmsnorm",
+    "cross_entropy",
+    *BACKWARD,
+    *TRAIN,
+)
 # run unless --ops says otherwise: the residual-fused norms and cross-entropy are measured on request
 DEFAULT_OPS = ("rmsnorm", "layernorm", "softmax")
 DEFAULT_BWD_OPS = (*BACKWARD, *TRAIN)
@@ -118,6 +136,14 @@ def softmax(x: Any) -> Any:
     return torch.softmax(x, dim=-1)
 
 
+def gemma_rmsnorm(x: Any, w: Any) -> Any:
+    """Gemma's RMSNorm: the weight is an offset from one, applied in fp32 before the cast."""
+    import torch
+
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * (1.0 + w.float())).to(x.dtype)
+
+
 def add_rmsnorm(x: Any, r: Any, w: Any) -> Any:
     """A transformer block's residual add and the next RMSNorm (Llama): the sum is the new
     residual stream, kept, and normalized."""
@@ -145,15 +171,17 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "softmax": softmax,
     "add_rmsnorm": add_rmsnorm,
     "add_layernorm": add_layernorm,
+    "gemma_rmsnorm": gemma_rmsnorm,
 }
 
 
 def make_inputs(op: str, m: int, n: int, dtype: Any) -> list[Any]:
-    """The op's inputs; a backward op's are its forward's and then the output's gradient dy."""
+    """The op's inputs; a backward op's are its forward's and then each output's gradient."""
     import torch
 
     if op in BACKWARD:
-        return [*make_inputs(BACKWARD[op], m, n, dtype), torch.randn(m, n, device="cuda", dtype=dtype)]
+        dys = [torch.randn(m, n, device="cuda", dtype=dtype) for _ in range(OUTPUTS.get(BACKWARD[op], 1))]
+        return [*make_inputs(BACKWARD[op], m, n, dtype), *dys]
     x = torch.randn(m, n, device="cuda", dtype=dtype)
     if TRAIN.get(op, op) == "cross_entropy":
         labels = torch.randint(0, n, (m,), device="cuda")
@@ -161,7 +189,7 @@ def make_inputs(op: str, m: int, n: int, dtype: Any) -> list[Any]:
         return [x, labels]
     if op.startswith("add_"):
         return [x, torch.randn(m, n, device="cuda", dtype=dtype), *make_inputs(op[4:], 1, n, dtype)[1:]]
-    if op == "rmsnorm":
+    if op in ("rmsnorm", "gemma_rmsnorm"):
         return [x, torch.randn(n, device="cuda", dtype=dtype)]
     if op == "layernorm":
         return [x, torch.randn(n, device="cuda", dtype=dtype), torch.randn(n, device="cuda", dtype=dtype)]
@@ -170,21 +198,24 @@ def make_inputs(op: str, m: int, n: int, dtype: Any) -> list[Any]:
 
 def reference(op: str, inputs: list[Any]) -> Any:
     if op in BACKWARD:  # in float64: the weight gradients sum M rows
-        return tuple(g.float() for g in gradients(FUNCTIONS[BACKWARD[op]], [t.double() for t in inputs])())
+        forward = BACKWARD[op]
+        return tuple(g.float() for g in gradients(FUNCTIONS[forward], [t.double() for t in inputs], forward)())
     if op in TRAIN:  # in float32: a float64 copy of 8192 x 256000 logits and its gradient would not fit
         return train_step(FUNCTIONS[TRAIN[op]], [t.float() if t.is_floating_point() else t for t in inputs])()
     return FUNCTIONS[op](*[t.float() if t.is_floating_point() else t for t in inputs])
 
 
-def gradients(forward: Callable[..., Any], inputs: list[Any]) -> Callable[..., Any]:
-    """A call that computes the gradients of every input of `forward` but the last (dy) by the
-    backward of one forward call made here (its graph kept, so each call runs the backward alone)."""
+def gradients(forward: Callable[..., Any], inputs: list[Any], name: str = "") -> Callable[..., Any]:
+    """A call that computes the gradients of every input of `forward` (the op `name`) but the last
+    ones (a gradient per output, `OUTPUTS`) by the backward of one forward call made here (its
+    graph kept, so each call runs the backward alone)."""
     import torch
 
-    *args, dy = inputs
+    k = OUTPUTS.get(name, 1)
+    args, dys = inputs[:-k], inputs[-k:]
     leaves = [a.detach().requires_grad_(True) for a in args]
     out = forward(*leaves)
-    return lambda *_: torch.autograd.grad(out, leaves, dy, retain_graph=True)
+    return lambda *_: torch.autograd.grad(out, leaves, dys, retain_graph=True)
 
 
 def train_step(forward: Callable[..., Any], inputs: list[Any]) -> Callable[..., Any]:
@@ -206,12 +237,13 @@ def train_step(forward: Callable[..., Any], inputs: list[Any]) -> Callable[..., 
 def model_bytes(op: str, m: int, n: int, itemsize: int) -> int:
     """Each input read once, each output written once: the residual-fused norms read x and r and
     write the sum and the normalized rows; a backward reads x and dy and writes dx (the weight
-    gradients, N each, are not counted)."""
+    gradients, N each, are not counted), the residual-fused one reads the sum and both outputs'
+    gradients and writes one gradient (x's and r's are equal)."""
     if op in BACKWARD or op in TRAIN:
-        return 3 * m * n * itemsize
+        return (3 + OUTPUTS.get(BACKWARD.get(op, ""), 1) - 1) * m * n * itemsize
     if op == "cross_entropy":
         return m * n * itemsize
-    weights = {"rmsnorm": 1, "layernorm": 2, "softmax": 0, "add_rmsnorm": 1, "add_layernorm": 2}[op]
+    weights = {"rmsnorm": 1, "layernorm": 2, "softmax": 0, "add_rmsnorm": 1, "add_layernorm": 2, "gemma_rmsnorm": 1}[op]
     rows = 4 if op.startswith("add_") else 2
     return (rows * m * n + weights * n) * itemsize
 
@@ -267,7 +299,7 @@ def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str |
     with settings, torch._inductor.config.patch(fx_graph_cache=False):
         compiled = torch.compile(fn, dynamic=False, mode=mode)
         if op in BACKWARD:  # the forward compiles here, the backward at its first call
-            compiled = gradients(compiled, inputs)
+            compiled = gradients(compiled, inputs, BACKWARD[op])
         elif op in TRAIN:  # both compile at the first call
             compiled = train_step(compiled, inputs)
         compiled(*inputs)  # compiles here, under the settings
@@ -299,6 +331,11 @@ def _liger(op: str, inputs: list[Any]) -> Callable[..., Any]:
 
             # casting_mode "llama": normalize in fp32, cast, then scale by the weight (as rmsnorm above)
             return lambda x, w: LigerRMSNormFunction.apply(x, w, EPS, 0.0, "llama", False)
+        if op == "gemma_rmsnorm":
+            from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+
+            # offset 1 and casting_mode "gemma": everything in fp32, one cast at the end
+            return lambda x, w: LigerRMSNormFunction.apply(x, w, EPS, 1.0, "gemma", False)
         if op == "layernorm":
             from liger_kernel.ops.layer_norm import LigerLayerNormFunction
 
@@ -337,11 +374,13 @@ def build(impl: str, op: str, inputs: list[Any]) -> Built:
     if impl == "eager":
         if op in TRAIN:
             return Built(train_step(FUNCTIONS[TRAIN[op]], inputs))
-        return Built(gradients(FUNCTIONS[BACKWARD[op]], inputs) if op in BACKWARD else FUNCTIONS[op])
+        return Built(gradients(FUNCTIONS[BACKWARD[op]], inputs, BACKWARD[op]) if op in BACKWARD else FUNCTIONS[op])
     if impl == "liger":
         if op in TRAIN:
             return Built(_liger(op, inputs))
-        return Built(gradients(_liger(BACKWARD[op], inputs), inputs) if op in BACKWARD else _liger(op, inputs))
+        if op in BACKWARD:
+            return Built(gradients(_liger(BACKWARD[op], inputs), inputs, BACKWARD[op]))
+        return Built(_liger(op, inputs))
     raise ValueError(f"unknown implementation {impl!r}")
 
 

@@ -172,6 +172,26 @@ def test_backward_reference_is_autograd_in_float64(bench) -> None:
     assert torch.equal(call()[0], call()[0])  # the graph is kept: the backward runs again
 
 
+def test_residual_fused_and_gemma_backwards(bench) -> None:
+    """The residual-fused RMSNorm's backward takes a gradient for each output (the residual stream
+    and the norm) and gives x and r the same gradient; Gemma's RMSNorm scales by 1 + w in fp32.
+    Model bytes: the sum and both gradients read, one gradient written."""
+    import torch
+
+    x, r, w, dh, dy = torch.randn(3, 8), torch.randn(3, 8), torch.randn(8), torch.randn(3, 8), torch.randn(3, 8)
+    dx, dr, dw = bench.reference("add_rmsnorm_bwd", [x, r, w, dh, dy])
+    hd, wd = (x + r).double().requires_grad_(), w.double().requires_grad_()
+    want = torch.autograd.grad(bench.rmsnorm(hd, wd), (hd, wd), dy.double())
+    assert torch.allclose(dx.double(), want[0] + dh.double()) and torch.equal(dx, dr)
+    assert torch.allclose(dw.double(), want[1])
+    assert bench.model_bytes("add_rmsnorm_bwd", 4, 8, 2) == 4 * 4 * 8 * 2
+    assert bench.model_bytes("gemma_rmsnorm_bwd", 4, 8, 2) == 3 * 4 * 8 * 2
+    xf = x.double()
+    want = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + bench.EPS) * (1 + w.double())
+    assert torch.allclose(bench.gemma_rmsnorm(x.double(), w.double()), want)
+    assert {"add_rmsnorm_bwd", "gemma_rmsnorm_bwd"} <= set(bench.DEFAULT_BWD_OPS)
+
+
 def test_cross_entropy_train_step_is_loss_and_logit_gradient(bench) -> None:
     """Forward and backward in one call; the reference in float32, ignored labels left out of the
     mean; model bytes: the logits read by each pass and their gradient written."""
