@@ -209,3 +209,22 @@ def test_cross_entropy_train_step_is_loss_and_logit_gradient(bench) -> None:
     assert torch.equal(step()[1], step()[1]) and step()[1].dtype == torch.bfloat16
     assert bench.model_bytes("cross_entropy_train", 8192, 32000, 2) == 3 * 8192 * 32000 * 2
     assert bench.model_bytes("cross_entropy", 8192, 32000, 2) == 8192 * 32000 * 2
+
+
+def test_cluster_kernels_compile_for_hopper() -> None:
+    """bench/cluster.py's kernels (a row split across a thread-block cluster, partial statistics
+    exchanged through distributed shared memory in inline PTX) compile for sm_90 without a GPU: a
+    cluster launch, `mapa` + `ld.shared::cluster` and the cluster barrier in the PTX, 16-byte
+    loads, no spills. (Run on a GPU: tests/gpu/test_cluster_gpu.py.)"""
+    import os
+    import subprocess
+
+    script = BENCH.parent / "cluster.py"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiled, not interpreted
+    done = subprocess.run([sys.executable, str(script), "--compile", "sm_90"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    reports = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert len(reports) == 7
+    for r in reports:
+        assert r["cluster"] and r["dsmem"] and r["cluster_barrier"] and r["vector_loads"], r
+        assert r["stack_bytes"] == 0 and r["registers"] <= 128, r

@@ -1,0 +1,36 @@
+"""On the GPU: bench/cluster.py's kernels — each row split across a thread-block cluster of 4 or 8
+CTAs, the partial statistics exchanged through distributed shared memory — equal an fp32
+reference over every element (RMSNorm, softmax; rows of 131072 and 262144 bf16 elements): a CTA
+that combined other statistics than its peers would normalize its slice of the row wrongly."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.gpu]
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "cluster.py"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    spec = importlib.util.spec_from_file_location("bench_cluster", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("op", ["rmsnorm", "softmax"])
+@pytest.mark.parametrize(("n", "ctas"), [(131072, 4), (131072, 8), (262144, 8)])
+def test_a_row_split_across_a_cluster_equals_the_reference(cluster, op: str, n: int, ctas: int) -> None:
+    from gpu_support import hopper
+
+    if not hopper():
+        pytest.skip("thread-block clusters need Hopper or newer")
+    cluster.checked(op, 37, n, ctas, 16)
