@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from profiles import examples
 
 from examples import run_chain
+from tilec.ir.core import defining_op
 from tilec.ir.ops import AssumeMultipleOp, ForOp
 from tilec.testing import assert_close
 
@@ -69,13 +70,73 @@ def test_aligned_chunks_equal_eager(name: str, rows: int, cols: int, chunk: int)
 
 
 def test_the_chunks_between_head_and_rest_are_unmasked() -> None:
-    """Three loops per row loop: the first chunk (one step: canonicalize inlines it) and the rest
-    masked, the chunks between them not."""
+    """Four loops per row loop: the first chunk (one step: canonicalize inlines it), the chunks
+    between it and the rest unmasked, the rest's whole vectors masked at the last aligned column
+    (a bound the code generator is told is a multiple of the vector), the last partial vector
+    masked at the row's end."""
     _, _, (kernel,) = run_chain(softmax, _inputs("softmax", 3, 3001), pipeline=_pipeline(256))
     loops = [op for op in kernel.body.ops if isinstance(op, ForOp)]
     loads = [[op for op in loop.body.walk() if op.name == "tile.load"] for loop in loops]
-    assert len(loops) == 4  # two row loops (the max and sum, then the output), two loops left each
-    assert [all(op.mask is None for op in ld) for ld in loads] == [True, False] * 2
+    assert len(loops) == 6  # two row loops (the max and sum, then the output), three loops left each
+    assert [all(op.mask is None for op in ld) for ld in loads] == [True, False, False] * 2
+
+    def vector_bound(loop: ForOp) -> bool:
+        cmps = [op for op in loop.body.walk() if op.name == "tile.cmp"]
+        return any(isinstance(defining_op(op.operands[1]), AssumeMultipleOp) for op in cmps)
+
+    assert [vector_bound(loop) for loop in loops] == [False, True, False] * 2
+    assert [loop.lower for loop in loops[1:3]] == [loops[0].upper, loops[1].upper]  # one after another
+
+
+def test_the_rest_of_a_row_is_read_in_vectors(tmp_path) -> None:
+    """Compiled for sm_90 (pointers 16-byte aligned, as Triton specializes them at launch), the
+    softmax of rows of 50257 reads and writes the chunks between the first and the rest, and the
+    rest's whole vectors, in 16-byte vectors: two loops' worth of vector loads per row loop."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tilec.emit.triton import emit_triton
+    from tilec.frontend import Lowered
+    from tilec.frontend.capture import capture
+    from tilec.ir import parse, print_kernel
+    from tilec.passes import run_pipeline
+
+    # enough rows that Inductor keeps one kernel (compiled only: nothing runs)
+    (k,) = capture(softmax, [torch.randn(4096, 50257).bfloat16()], strict=True)
+    assert isinstance(k.result, Lowered)
+    module = parse(print_kernel(k.result.kernel))
+    run_pipeline(module, "triton-default")
+    kernel = module.kernels[0]
+    source = tmp_path / "kernel.py"
+    source.write_text(emit_triton(kernel).source)
+    script = rf"""
+import collections, json, re, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from tilec.runtime import load_source
+m = load_source(open({str(source)!r}).read(), interpret=False)
+names = m.KERNEL.arg_names
+pointers = {[f"*{p.type.pointee.name}" for p in kernel.params]!r}
+sig = dict(zip(names, pointers + ["constexpr"] * len(m.CONSTEXPRS)))
+cx = dict(zip(names[len(pointers):], m.CONSTEXPRS.values()))
+attrs = {{(i,): [["tt.divisibility", 16]] for i in range(len(pointers))}}
+k = triton.compile(ASTSource(m.KERNEL, sig, constexprs=cx, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+                   options={{"num_warps": m.NUM_WARPS}})
+print(json.dumps(collections.Counter(re.findall(r"(?:ld|st)\.global[.:\w]*", k.asm["ptx"]))))
+"""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    counts = json.loads(done.stdout.strip().splitlines()[-1])
+    vector_loads = sum(n for ins, n in counts.items() if ins.startswith("ld.global") and ".v4." in ins)
+    vector_stores = sum(n for ins, n in counts.items() if ins.startswith("st.global") and ".v4." in ins)
+    # a chunk's 16-byte vectors a thread: RBLOCK bf16 over the program's threads
+    per_chunk = kernel.constexprs["RBLOCK"] * 2 // (16 * 32 * kernel.launch.num_warps)
+    assert per_chunk >= 1
+    # the middle chunks and the rest's vectors: twice per row loop; the output loop stores them
+    assert vector_loads == 2 * 2 * per_chunk and vector_stores == 2 * per_chunk, counts
 
 
 @pytest.mark.parametrize("dynamic", [False, True])

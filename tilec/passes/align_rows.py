@@ -5,14 +5,18 @@ logits: GPT-2's vocabulary), most rows start at an unaligned address and every e
 2-byte access, for Triton as for stock Inductor (and TMA cannot copy such rows at all). For a
 kernel that handles one row per program (XBLOCK = 1) in loops over chunks, each loop moves back
 by the row's misalignment, `head = (row * N) % vec`, so that its chunks start at aligned
-addresses, and becomes three:
+addresses, and becomes four:
 
 - the first chunk, masked to the columns before the first aligned one (0 .. vec - head);
 - the chunks wholly inside the row from there, unmasked: with their offsets marked aligned
   (`tile.assume_multiple`), Triton reads and writes them in 16-byte vectors;
-- what is left of the row (less than a chunk), masked.
+- what is left of the row up to its last aligned column, masked there: the column counted from
+  the aligned chunk start against that bound, marked a multiple of the vector, so the mask is
+  constant over each vector and Triton keeps the vectors (a mask ending at the row's own end
+  makes every access of its chunk a 2-byte one);
+- the last partial vector (less than `vec` elements), masked at the row's end.
 
-The bounds of the last two depend on the row, so they stay loops (`peel` and `canonicalize`
+The bounds of the last three depend on the row, so they stay loops (`peel` and `canonicalize`
 leave them). Only kernels with XBLOCK = 1, one constant row length that is no multiple of the
 vector, chunk loops from 0 to N, and every access and reduction in them masked; the loads and
 stores rewritten are those at the row start plus the column. Chunk sums regroup (equal up to
@@ -40,14 +44,16 @@ After:
       ...
     }
     %s1 = tile.for %r = %c8 to %full ... iter_args(%a = %s0)       (the row masks replaced by true)
-    %s = tile.for %r = %full to %span ... iter_args(%a = %s1)      (masked)
+    %end = tile.assume_multiple (%span - %span % 8) {divisors = [8]}
+    %s2 = tile.for %r = %full to %end ... iter_args(%a = %s1) {    (the row masks: rrange + %r < %end)
+    %s = tile.for %r = %end to %span ... iter_args(%a = %s2)       (masked at the row's end)
 """
 
 from __future__ import annotations
 
 from tilec.ir.builder import Builder
 from tilec.ir.clone import clone_op
-from tilec.ir.core import Kernel, Module, Value, defining_op, replace_uses
+from tilec.ir.core import Kernel, Module, Operation, Value, defining_op, replace_uses
 from tilec.ir.dtypes import DType
 from tilec.ir.ops import BroadcastOp, CmpOp, ForOp, LoadOp, ProgramIdOp, ReductionOp, StoreOp
 from tilec.ir.ops.common import elem_dtype
@@ -178,8 +184,46 @@ def _from_zero(loop: ForOp, shifted: Value, rnumel: int) -> list[tuple[Value, Va
     return masks
 
 
+def _unshifted(col: Value, shifted: Value, iv: Value, at: Operation) -> Value:
+    """`col` computed again from the loop's own induction variable `iv` where it was computed from
+    `shifted` (iv - head): the ops between copied before `at`. Triton knows the chunk start `iv`
+    is a multiple of the vector; of `iv - head` it knows nothing."""
+    mapping: dict[int, Value] = {id(shifted): iv}
+    block = at.parent
+    assert block is not None
+
+    def walk(v: Value) -> Value:
+        if id(v) in mapping:
+            return mapping[id(v)]
+        op = defining_op(v)
+        if op is None or not _depends_on(v, shifted):
+            return v
+        for o in op.operands:
+            walk(o)
+        block.insert_before(at, clone_op(op, mapping))
+        return mapping[id(v)]
+
+    return walk(col)
+
+
+def _bound_at_vector(loop: ForOp, mask: Value, col: Value, shifted: Value, end: Value) -> None:
+    """In `loop` (chunks past the first aligned column), `mask` becomes `column < end`, `end` the
+    last aligned column inside the row: the same test on a column counted from the aligned
+    chunk start, so the mask is constant over each vector."""
+    at = defining_op(mask)
+    assert at is not None
+    aligned = _unshifted(col, shifted, loop.induction_var, at)
+    b = Builder.before(at)
+    dt = elem_dtype(aligned.type)
+    assert dt is not None
+    bound = end if end.type == dt else b.op("tile.cast", end, type=dt, name_hint="vectors_end")
+    inside = b.op("tile.cmp", aligned, bound, type=mask.type, predicate="lt", name_hint="vectors")
+    replace_uses(loop.body, mask, inside, keep=[defining_op(inside)])
+
+
 def align_loop(kernel: Kernel, loop: ForOp, rnumel: int, vec: int) -> None:
-    """Splits `loop` into its first chunk, the aligned chunks inside the row and the rest."""
+    """Splits `loop` into its first chunk, the aligned chunks inside the row, the rest's whole
+    vectors and its last partial vector."""
     pid = next(op for op in kernel.body.ops if isinstance(op, ProgramIdOp)).result
     iv = loop.induction_var
     it = iv.type
@@ -204,6 +248,10 @@ def align_loop(kernel: Kernel, loop: ForOp, rnumel: int, vec: int) -> None:
         "tile.add", first, b.op("tile.mul", whole, chunk, type=it, name_hint="whole"), type=it, name_hint="full"
     )
     headless = b.op("tile.sub", first, head, type=it, name_hint="headless")  # columns the first chunk keeps
+    # the rest's whole vectors end at the last aligned column inside the row
+    ragged = b.op("tile.rem", span, b.constant(vec, it, "vec"), type=it, name_hint="ragged")
+    aligned_end = b.op("tile.sub", span, ragged, type=it, name_hint="vectors_end")
+    aligned_end = b.op("tile.assume_multiple", aligned_end, type=it, divisors=[vec], name_hint="vectors_end")
     shifted = _shift(loop, head)
     masks = _from_zero(loop, shifted, rnumel)
     for a in rows:
@@ -226,19 +274,28 @@ def align_loop(kernel: Kernel, loop: ForOp, rnumel: int, vec: int) -> None:
     inner = Builder(middle.body, 0)
     for m, _ in masks:
         replace_uses(middle.body, mapping[id(m)], inner.op("tile.full", type=m.type, value=1, name_hint="inside"))
+    # the rest's whole vectors: masked at a vector boundary, so Triton still reads vectors
+    vmap: dict[int, Value] = {}
+    vectors = clone_op(loop, vmap)
+    assert isinstance(vectors, ForOp)
+    vectors.lower, vectors.upper = full, aligned_end
+    vectors.inits = list(middle.results)
+    for m, col in masks:
+        _bound_at_vector(vectors, vmap[id(m)], vmap[id(col)], vmap[id(shifted)], aligned_end)
+    # and the last partial vector, masked at the row's end
     tail = clone_op(loop, {})
     assert isinstance(tail, ForOp)
-    tail.lower, tail.upper = full, span
+    tail.lower, tail.upper = aligned_end, span
+    tail.inits = list(vectors.results)
     # the first chunk: the loop itself, one step, keeping the columns before the first aligned one
     loop.upper = first
     for m, col in masks:
         _narrow(loop, m, col, "lt", headless, "head")
-    tail.inits = list(middle.results)
     at = parent.ops.index(loop)
-    parent.insert(at + 1, middle)
-    parent.insert(at + 2, tail)
+    for k, new_loop in enumerate((middle, vectors, tail)):
+        parent.insert(at + 1 + k, new_loop)
     for old, new in zip(loop.results, tail.results):
-        replace_uses(parent, old, new, keep=[middle])
+        replace_uses(parent, old, new, keep=[middle, vectors])
 
 
 @register
