@@ -80,3 +80,30 @@ def test_a_target_is_a_value() -> None:
     assert t == Target("x", (9, 0), 1, 2, 3, 4) and hash(t) == hash(Target("x", (9, 0), 1, 2, 3, 4))
     with pytest.raises(dataclasses.FrozenInstanceError):
         t.sm_count = 2  # type: ignore[misc]
+
+
+def test_a_device_is_described_by_its_name_and_properties(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook describes the device it compiles for from the driver's properties: an H200 is the
+    H200 (whose bandwidth the H100's rules were not measured at), an unreadable device no GPU."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from tilec.inductor.policy import device_target
+
+    def props(name: str, sms: int) -> SimpleNamespace:
+        return SimpleNamespace(
+            name=name, major=9, minor=0, multi_processor_count=sms, shared_memory_per_block_optin=232_448
+        )
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: props("NVIDIA H200", 132))
+    assert device_target(torch.device("cuda", 0)) == H200
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: props("NVIDIA H100 PCIe", 114))
+    pcie = device_target(torch.device("cuda", 0))
+    assert (pcie.name, pcie.sm_count, pcie.bytes_in_flight_per_sm, pcie.gluon) == ("NVIDIA H100 PCIe", 114, 0, True)
+
+    def unreadable(d: object) -> None:
+        raise RuntimeError("no GPU")
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", unreadable)
+    assert not device_target(torch.device("cuda", 0)).gluon
