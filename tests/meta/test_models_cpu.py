@@ -41,6 +41,9 @@ def test_tiny_models_on_the_cpu_match_eager_within_stocks_error(tmp_path: Path) 
         # coverage: tilec takes most of each graph; what it declines, it declines for a reason
         assert row["taken"] >= row["kernels"] // 2, what
         assert sum(row["declined"].values()) == row["kernels"] - row["taken"], what
+        report = row["report"]
+        assert len(report) == row["kernels"] and sum(k["taken"] for k in report) == row["taken"], what
+        assert all(k["taken"] or k["reason"] for k in report), what
     table = (tmp_path / "models.md").read_text()
     assert "| llama | train |" in table and "NO" not in table
 
