@@ -373,3 +373,53 @@ def test_gluon_default_is_the_auto_cache_form_of_the_gluon_pipeline() -> None:
         "warp-specialize,canonicalize,cse,fp32-at-use,dce,separate-reads"
     )
     assert gluon_form(pipelined=False).endswith("reuse{cache=smem},cse,fp32-at-use,dce,separate-reads")
+
+
+def _rules_tool():
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("bench_rules", ROOT / "bench" / "rules.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_table_derived_from_a_run_is_a_valid_table_for_its_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench/rules.py turns a `tilec bench` run into a GPU's table: rules that cover every row size
+    of each family measured without overlapping, quote figures the run holds, take tilec only
+    where it beat compile by the margin at every shape of a row size. Registered for a GPU, the
+    chooser follows it there and the H100's table on the H100: where the two differ (softmax
+    rows of 8 KiB: Gluon by the H100's rules, Triton by the 2026-11-22 suite alone), so do the
+    plans."""
+    tool = _rules_tool()
+    run = "2026-11-22-suite"
+    records = [json.loads(line) for line in (ROOT / RESULTS / run / "results.jsonl").read_text().splitlines()]
+    derived = tool.derive(records)
+    rules = tuple(
+        Rule(d.family, d.lo, d.hi, d.action, run, d.figures, elem_bytes=d.elem_bytes, row_inputs=d.row_inputs)
+        for d in derived
+    )
+    assert not _overlapping(rules)
+    measured = _measured(ROOT / RESULTS / run)
+    for rule in rules:
+        assert not _unmatched(rule, measured), rule
+    for family in ("sum", "mean-var", "softmax"):
+        ranges = sorted((r.lo, r.hi) for r in rules if r.family == family and r.elem_bytes == 2)
+        assert ranges[0][0] == 0 and ranges[-1][1] == 2**62, family
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges)), family  # no gap
+    by = {(r.family, r.lo): r for r in rules}
+    assert by[("sum", 4096)].action == "triton"  # 99.9 vs 98.2: faster by more than the margin
+    assert by[("sum", 0)].action == "stock"  # 99.3/98.1 vs 100.9
+    # the command prints each derived rule as Python source the table takes
+    assert all(eval(d.source(run), {"Rule": Rule}) == (r,) for d, r in zip(derived, rules))
+    assert tool.main([str(ROOT / RESULTS / run / "results.jsonl")]) == 0
+
+    monkeypatch.setitem(TABLES, "Test GPU", rules)
+    k = example("softmax", 16, 4096).kernel()
+    on_h100, on_test = choose(k, hopper=True), choose(k, hopper=True, gpu="Test GPU")
+    assert isinstance(on_h100, Choice) and isinstance(on_test, Choice)
+    assert (on_h100.emitter, on_test.emitter) == ("gluon", "triton")
+    assert "2026-11-22-suite" in on_test.reason

@@ -1,0 +1,135 @@
+"""The chooser's rules for a GPU, derived from a `tilec bench` run on it.
+
+    python bench/rules.py bench/results/RUN/results.jsonl [--margin 0.01]
+
+prints a table of `tilec.passes.chooser.Rule`s (Python source) for the GPU the run measured, to
+be reviewed and committed as that GPU's entry of `chooser.TABLES`. Per reduction family (rmsnorm:
+`sum`, layernorm: `mean-var`, softmax; the residual-fused norms: two row inputs), element size
+(bf16: 2, fp32: 4) and row size (the bytes of a row): tilec's fastest emitter where it beats stock
+`torch.compile` by the margin on device time at every shape of that row size, else stock (a tie
+goes to stock, whose launch costs less). Neighbouring row sizes with the same action become one
+rule, from the smallest row size of the group to the next group's; the first starts at 0, the
+last runs on. Each rule quotes the figures it rests on (device time, % of a same-size copy: "MxN
+gluon/triton vs compile") and names the run, as tests/passes/test_chooser.py checks.
+
+The run must hold `tilec-gluon` and/or `tilec-triton` beside `compile` (`tilec bench --impls
+tilec-gluon,tilec-triton,compile,copy`); shapes where any of them failed are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FAMILIES = {"rmsnorm": ("sum", 1), "layernorm": ("mean-var", 1), "softmax": ("softmax", 1)}
+FAMILIES |= {f"add_{op}": (family, 2) for op, (family, _) in list(FAMILIES.items()) if op != "softmax"}
+ELEM_BYTES = {"bf16": 2, "fp32": 4}  # fp16 rows are bf16's size: the bf16 measurements stand for both
+EMITTERS = {"tilec-gluon": "gluon", "tilec-triton": "triton"}
+RESULTS = Path(__file__).resolve().parent / "results"
+END = 2**62
+
+
+@dataclass
+class Shape:
+    m: int
+    n: int
+    ms: dict[str, float]  # impl -> device ms
+    pct: dict[str, float]  # impl -> device % of copy
+
+    def action(self, margin: float) -> str:
+        """tilec's fastest emitter where it beats compile by `margin`, else "stock"."""
+        tilec = {e: self.ms[i] for i, e in EMITTERS.items() if i in self.ms}
+        best = min(tilec, key=lambda e: tilec[e])
+        return best if tilec[best] <= (1 - margin) * self.ms["compile"] else "stock"
+
+    def figures(self) -> str:
+        mine = "/".join(f"{self.pct[i]:.1f}" for i in EMITTERS if i in self.pct)
+        return f"{self.m}x{self.n} {mine} vs {self.pct['compile']:.1f}"
+
+
+@dataclass
+class Derived:
+    family: str
+    row_inputs: int
+    elem_bytes: int
+    lo: int
+    hi: int
+    action: str
+    figures: str
+
+    def source(self, run: str) -> str:
+        extra = f", elem_bytes={self.elem_bytes}" if self.elem_bytes != 2 else ""
+        extra += f", row_inputs={self.row_inputs}" if self.row_inputs != 1 else ""
+        hi = "2**62" if self.hi == END else str(self.hi)
+        return f"Rule({self.family!r}, {self.lo}, {hi}, {self.action!r}, {run!r}, {self.figures!r}{extra}),"
+
+
+def shapes(records: list[dict[str, Any]]) -> dict[tuple[str, int, int], dict[int, list[Shape]]]:
+    """(family, row inputs, element bytes) -> row bytes -> the shapes measured, each with every
+    implementation the rules compare (shapes where one failed or is missing are left out)."""
+    by_case: dict[tuple[str, int, int, str], dict[str, dict[str, float]]] = defaultdict(dict)
+    for r in records:
+        if r.get("ok") and r.get("device_ms") and r["op"] in FAMILIES and r["dtype"] in ELEM_BYTES:
+            by_case[(r["op"], r["m"], r["n"], r["dtype"])][r["impl"]] = {"ms": r["device_ms"], "pct": r["device_pct"]}
+    out: dict[tuple[str, int, int], dict[int, list[Shape]]] = defaultdict(lambda: defaultdict(list))
+    for (op, m, n, dtype), impls in sorted(by_case.items()):
+        if "compile" not in impls or not any(i in impls for i in EMITTERS):
+            continue
+        family, inputs = FAMILIES[op]
+        shape = Shape(m, n, {i: v["ms"] for i, v in impls.items()}, {i: v["pct"] for i, v in impls.items()})
+        out[(family, inputs, ELEM_BYTES[dtype])][n * ELEM_BYTES[dtype]].append(shape)
+    return out
+
+
+def derive(records: list[dict[str, Any]], margin: float = 0.01) -> list[Derived]:
+    rules = []
+    for (family, inputs, elem), by_row in sorted(shapes(records).items()):
+        groups: list[tuple[int, str, list[Shape]]] = []  # (smallest row bytes, action, shapes)
+        for row_bytes in sorted(by_row):
+            measured = by_row[row_bytes]
+            actions = {s.action(margin) for s in measured}
+            # tilec only where it wins at every shape of the row size, with one emitter
+            action = actions.pop() if len(actions) == 1 else "stock"
+            if groups and groups[-1][1] == action:
+                groups[-1][2].extend(measured)
+            else:
+                groups.append((row_bytes, action, list(measured)))
+        for k, (lo, action, measured) in enumerate(groups):
+            hi = groups[k + 1][0] if k + 1 < len(groups) else END
+            figures = "; ".join(s.figures() for s in measured)
+            rules.append(Derived(family, inputs, elem, 0 if k == 0 else lo, hi, action, figures))
+    return rules
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("results", help="a tilec bench run's results.jsonl")
+    p.add_argument("--margin", type=float, default=0.01, help="how much faster tilec must be (device time)")
+    args = p.parse_args(argv)
+    path = Path(args.results).resolve()
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    gpus = {r.get("meta", {}).get("gpu") for r in records} - {None}
+    if len(gpus) != 1:
+        print(f"bench/rules.py: the run must come from one GPU, not {sorted(gpus) or 'none named'}", file=sys.stderr)
+        return 2
+    try:
+        run = str(path.parent.relative_to(RESULTS))
+    except ValueError:
+        run = str(path.parent)  # not committed yet: name the run's folder under bench/results/ before committing
+    derived = derive(records, args.margin)
+    if not derived:
+        print("bench/rules.py: no shape holds compile and a tilec emitter", file=sys.stderr)
+        return 2
+    print(f"# {gpus.pop()}: derived by bench/rules.py from {run} (margin {args.margin:g})")
+    for d in derived:
+        print(d.source(run))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
