@@ -5,25 +5,15 @@ that combined other statistics than its peers would normalize its slice of the r
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from bench_scripts import load
 
 pytestmark = [pytest.mark.gpu]
-
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "cluster.py"
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    spec = importlib.util.spec_from_file_location("bench_cluster", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load("cluster")
 
 
 @pytest.mark.parametrize("op", ["rmsnorm", "softmax"])

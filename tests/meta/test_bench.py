@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from bench_scripts import load
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_under_test", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load("bench")
 
 
 def test_suite_cases(bench) -> None:

@@ -375,18 +375,6 @@ def test_gluon_default_is_the_auto_cache_form_of_the_gluon_pipeline() -> None:
     assert gluon_form(pipelined=False).endswith("reuse{cache=smem},cse,fp32-at-use,dce,separate-reads")
 
 
-def _rules_tool():
-    import importlib.util
-    import sys
-
-    spec = importlib.util.spec_from_file_location("bench_rules", ROOT / "bench" / "rules.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_a_table_derived_from_a_run_is_a_valid_table_for_its_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """bench/rules.py turns a `tilec bench` run into a GPU's table: rules that cover every row size
     of each family measured without overlapping, quote figures the run holds, take tilec only
@@ -394,7 +382,9 @@ def test_a_table_derived_from_a_run_is_a_valid_table_for_its_gpu(monkeypatch: py
     chooser follows it there and the H100's table on the H100: where the two differ (softmax
     rows of 8 KiB: Gluon by the H100's rules, Triton by the 2026-11-22 suite alone), so do the
     plans."""
-    tool = _rules_tool()
+    from bench_scripts import load
+
+    tool = load("rules")
     run = "2026-11-22-suite"
     records = [json.loads(line) for line in (ROOT / RESULTS / run / "results.jsonl").read_text().splitlines()]
     derived = tool.derive(records)
