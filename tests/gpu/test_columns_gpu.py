@@ -63,7 +63,9 @@ def layernorm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return F.layer_norm(x, (x.shape[-1],), w, None, 1e-6)
 
 
-@pytest.mark.parametrize("shape", [(4096, 2048), (512, 4096)], ids=lambda s: f"{s[0]}x{s[1]}")
+# shapes whose backward Inductor leaves as a dx kernel and column sums (tests/gpu/test_mix_order_gpu.py
+# has one it fuses into a mix-order reduction, which stays stock's)
+@pytest.mark.parametrize("shape", [(2048, 2048), (512, 4096)], ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("fn", [rmsnorm, layernorm], ids=lambda f: f.__name__)
 @pytest.mark.parametrize("emitter", EMITTERS)
 def test_norm_backward_gradients(emitter: str, fn, shape: tuple[int, int]) -> None:

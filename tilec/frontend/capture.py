@@ -34,6 +34,7 @@ import sympy
 import torch
 
 from tilec.frontend.lower import lower, traced_layouts, traced_values
+from tilec.frontend.reasons import MIX_ORDER_REDUCTION
 from tilec.frontend.result import Lowered, Unsupported
 from tilec.ir.target import H100 as TARGET
 
@@ -366,6 +367,26 @@ def _scheduling_class() -> type:
             self._current: CapturedKernel | None = record
             try:
                 return super().codegen_node_schedule(kernel_features)
+            finally:
+                self._current = None
+
+        def codegen_mix_order_reduction(self, node: Any) -> Any:
+            """Inductor's fused norm backward (not through codegen_node_schedule): recorded as
+            declined, with stock's kernel."""
+            from torch._inductor.scheduler import MixOrderReduction
+
+            numel, rnumel = MixOrderReduction.get_numel_rnumel(node.node1)
+            record = CapturedKernel(
+                name="",
+                result=Unsupported(MIX_ORDER_REDUCTION),
+                numel=str(numel),
+                rnumel=str(rnumel),
+                reductions=sorted({str(n.node.get_reduction_type()) for n in node.get_nodes() if n.is_reduction()}),
+            )
+            self.records.append(record)
+            self._current = record
+            try:
+                return super().codegen_mix_order_reduction(node)
             finally:
                 self._current = None
 

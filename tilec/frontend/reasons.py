@@ -35,6 +35,10 @@ SCALAR_ARGUMENT = (
     "a boolean 0-d CPU tensor passed to a GPU kernel by value (the wrapper's `.item()`) is not supported "
     "(numbers are scalar parameters)"
 )
+MIX_ORDER_REDUCTION = (
+    "a mix-order reduction (Inductor fused a norm's backward: its row sums and its column sums over the "
+    "rows in one kernel) is not lowered by tilec"
+)
 CANNOT_SPLIT_RANGES = "a node's iteration ranges do not map onto the kernel's (x, r) space"
 INTERNAL_ERROR = "internal error in tilec.lower"
 

@@ -16,6 +16,7 @@ import functools
 from typing import Any
 
 from tilec import config as cfg
+from tilec.frontend.reasons import MIX_ORDER_REDUCTION
 from tilec.inductor.build import KernelBuild
 from tilec.inductor.cpu import CpuFallbackError, triton_cpu_driver
 from tilec.inductor.policy import attempt
@@ -51,6 +52,17 @@ def triton_scheduling_class() -> type:
             finally:
                 names, self._stock_names = self._stock_names, None
             note(names[0] if names else "?", None, built, device)
+            return result
+
+        def codegen_mix_order_reduction(self, node: Any) -> Any:
+            """Inductor's fused norm backward does not pass through codegen_node_schedule: stock
+            generates it, and the report says so."""
+            self._stock_names = []
+            try:
+                result = super().codegen_mix_order_reduction(node)
+            finally:
+                names, self._stock_names = self._stock_names, None
+            note(names[0] if names else "?", None, MIX_ORDER_REDUCTION, current_device())
             return result
 
         def define_kernel(self, src_code: str, node_schedule: Any, kernel: Any) -> str:
