@@ -363,12 +363,9 @@ def _scheduling_class() -> type:
                 symbols=_symbol_values(result),
                 layouts=_traced_layouts(result),
             )
-            self.records.append(record)
-            self._current: CapturedKernel | None = record
-            try:
-                return super().codegen_node_schedule(kernel_features)
-            finally:
-                self._current = None
+            return self._recording(
+                record, lambda: super(CaptureScheduling, self).codegen_node_schedule(kernel_features)
+            )
 
         def codegen_mix_order_reduction(self, node: Any) -> Any:
             """Inductor's fused norm backward (not through codegen_node_schedule): recorded as
@@ -383,10 +380,14 @@ def _scheduling_class() -> type:
                 rnumel=str(rnumel),
                 reductions=sorted({str(n.node.get_reduction_type()) for n in node.get_nodes() if n.is_reduction()}),
             )
+            return self._recording(record, lambda: super(CaptureScheduling, self).codegen_mix_order_reduction(node))
+
+        def _recording(self, record: CapturedKernel, generate: Callable[[], Any]) -> Any:
+            """Stock code generation (`generate`), its kernel's name and source kept in `record`."""
             self.records.append(record)
-            self._current = record
+            self._current: CapturedKernel | None = record
             try:
-                return super().codegen_mix_order_reduction(node)
+                return generate()
             finally:
                 self._current = None
 

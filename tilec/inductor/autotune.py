@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from tilec import config as cfg
 from tilec.ir.errors import error_line
 from tilec.ir.target import H100, Target
+from tilec.passes.chooser import has_table
 from tilec.passes.plan import Plan
 
 if TYPE_CHECKING:
@@ -96,8 +97,6 @@ def wanted(device: Any, target: Target | None = None) -> bool:
     if device.type != "cuda":
         return False
     from torch._inductor import config as ic
-
-    from tilec.passes.chooser import has_table
 
     return bool(cfg.autotune or ic.max_autotune) or (target is not None and not has_table(target.name))
 

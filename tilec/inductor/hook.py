@@ -46,23 +46,23 @@ def triton_scheduling_class() -> type:
                     "Inductor's default C++ backend for the CPU (torch._inductor.config.cpu_backend = 'cpp'): with "
                     "tilec.install(cpu=True), tilec then takes what it can and C++ code generation the rest."
                 )
-            self._stock_names = []
-            try:
-                result = super().codegen_node_schedule(kernel_features)
-            finally:
-                names, self._stock_names = self._stock_names, None
-            note(names[0] if names else "?", None, built, device)
-            return result
+            return self._stock(lambda: super(TilecTritonScheduling, self).codegen_node_schedule(kernel_features), built)
 
         def codegen_mix_order_reduction(self, node: Any) -> Any:
             """Inductor's fused norm backward does not pass through codegen_node_schedule: stock
             generates it, and the report says so."""
+            return self._stock(
+                lambda: super(TilecTritonScheduling, self).codegen_mix_order_reduction(node), MIX_ORDER_REDUCTION
+            )
+
+        def _stock(self, generate: Any, reason: str) -> Any:
+            """Stock code generation (`generate`), the kernel it defines recorded as not taken."""
             self._stock_names = []
             try:
-                result = super().codegen_mix_order_reduction(node)
+                result = generate()
             finally:
                 names, self._stock_names = self._stock_names, None
-            note(names[0] if names else "?", None, MIX_ORDER_REDUCTION, current_device())
+            note(names[0] if names else "?", None, reason, current_device())
             return result
 
         def define_kernel(self, src_code: str, node_schedule: Any, kernel: Any) -> str:

@@ -93,13 +93,14 @@ def device_target(device: Any) -> Target:
     return target_for((p.major, p.minor), p.name, **facts)
 
 
-def choose_emitter(device: Any) -> tuple[str | None, str | None]:
-    """(emitter, None), or (None, why not) when the configured emitter cannot run here."""
+def choose_emitter(device: Any, target: Target | None) -> tuple[str | None, str | None]:
+    """(emitter, None), or (None, why not) when the configured emitter cannot run on `device`
+    (a CUDA one described by `target`)."""
     if device.type != "cuda":
         return "triton", None
     if cfg.emitter == "triton":
         return "triton", None
-    target = device_target(device)
+    assert target is not None
     hopper = target.gluon and _gluon_available()
     if cfg.emitter == "gluon" and not hopper:
         return None, f"the Gluon emitter needs sm_90 or newer and Triton's Gluon; this GPU is {target.arch}"
@@ -113,7 +114,8 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | str:
     reason = decline_reason(device)
     if reason is not None:
         return reason
-    emitter, reason = choose_emitter(device)
+    target = device_target(device) if device.type == "cuda" else None
+    emitter, reason = choose_emitter(device, target)
     if emitter is None:
         assert reason is not None
         return reason
@@ -127,9 +129,9 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | str:
             from tilec.passes.chooser import Decline, choose
             from tilec.passes.plan import reads_columns, reduction_numel
 
+            assert target is not None
             hopper, forced = emitter == "gluon", (cfg.emitter if cfg.emitter != "auto" else None)
             rows = lowered.is_reduction and not reads_columns(lowered.kernel)
-            target = device_target(device)
             cands = autotune.candidates(hopper, forced, cfg.decline, rows, target, reduction_numel(lowered.kernel))
             tuned = None
             # a kernel with symbolic sizes is timed at the sizes its graph was traced with; on a

@@ -71,7 +71,7 @@ def accumulate(kernel: Kernel, loop: ForOp, i: int, red: ReduceOp) -> None:
     init = loop.inits[i]
     before = Builder.before(loop)
     zero = before.op("tile.full", type=src, value=0.0, name_hint=f"{init.name_hint or 'acc'}_2d")
-    loop.operands[3 + i] = zero
+    loop.inits = [zero if k == i else v for k, v in enumerate(loop.inits)]
     acc, result = loop.iter_args[i], loop.results[i]
     acc.type = src
     result.type = src

@@ -126,8 +126,8 @@ def _loops(kernel: Kernel) -> list[ForOp]:
     return [op for op in kernel.body.ops if isinstance(op, ForOp)]
 
 
-def vector_or_reason(kernel: Kernel) -> int | str:
-    """The vector width in elements the kernel's rows get, or why it is left."""
+def vector_or_reason(kernel: Kernel) -> tuple[int, int] | str:
+    """The vector width in elements the kernel's rows get and their length, or why it is left."""
     if kernel.constexprs.get("XBLOCK") != 1:
         return "more than one row per program: a program's rows start at different offsets"
     rnumel = row_length(kernel)
@@ -149,7 +149,7 @@ def vector_or_reason(kernel: Kernel) -> int | str:
     step = {const_value(loop.step) for loop in loops}
     if len(step) != 1 or not isinstance(s := step.pop(), int) or s % vec:
         return "the loops' chunks are not one multiple of the vector"
-    return vec
+    return vec, rnumel
 
 
 def _shift(loop: ForOp, head: Value) -> Value:
@@ -160,16 +160,21 @@ def _shift(loop: ForOp, head: Value) -> Value:
     return shifted
 
 
-def _narrow(loop: ForOp, mask: Value, col: Value, predicate: str, bound: Value | int, hint: str) -> Value:
-    """`mask and (col <predicate> bound)` in place of `mask` everywhere in the loop's body."""
-    b = Builder.after(defining_op(mask))  # type: ignore[arg-type]
+def _compare(b: Builder, col: Value, predicate: str, bound: Value | int, mask: Value, hint: str) -> Value:
+    """`col <predicate> bound`, shaped like `mask` (the bound cast to the column's dtype)."""
     dt = elem_dtype(col.type)
     assert dt is not None
     if isinstance(bound, int):
         bound = b.constant(bound, dt, "c0")
     elif bound.type != dt:
         bound = b.op("tile.cast", bound, type=dt, name_hint=bound.name_hint)
-    cond = b.op("tile.cmp", col, bound, type=mask.type, predicate=predicate, name_hint=hint)
+    return b.op("tile.cmp", col, bound, type=mask.type, predicate=predicate, name_hint=hint)
+
+
+def _narrow(loop: ForOp, mask: Value, col: Value, predicate: str, bound: Value | int, hint: str) -> Value:
+    """`mask and (col <predicate> bound)` in place of `mask` everywhere in the loop's body."""
+    b = Builder.after(defining_op(mask))  # type: ignore[arg-type]
+    cond = _compare(b, col, predicate, bound, mask, hint)
     both = b.op("tile.and", mask, cond, type=mask.type, name_hint=mask.name_hint)
     replace_uses(loop.body, mask, both, keep=[defining_op(cond), defining_op(both)])
     return both
@@ -213,24 +218,20 @@ def _bound_at_vector(loop: ForOp, mask: Value, col: Value, shifted: Value, end: 
     at = defining_op(mask)
     assert at is not None
     aligned = _unshifted(col, shifted, loop.induction_var, at)
-    b = Builder.before(at)
-    dt = elem_dtype(aligned.type)
-    assert dt is not None
-    bound = end if end.type == dt else b.op("tile.cast", end, type=dt, name_hint="vectors_end")
-    inside = b.op("tile.cmp", aligned, bound, type=mask.type, predicate="lt", name_hint="vectors")
+    inside = _compare(Builder.before(at), aligned, "lt", end, mask, "vectors")
     replace_uses(loop.body, mask, inside, keep=[defining_op(inside)])
 
 
-def align_loop(kernel: Kernel, loop: ForOp, rnumel: int, vec: int) -> None:
-    """Splits `loop` into its first chunk, the aligned chunks inside the row, the rest's whole
-    vectors and its last partial vector."""
+def align_loop(kernel: Kernel, loop: ForOp, rows: list[LoadOp | StoreOp], rnumel: int, vec: int) -> None:
+    """Splits `loop` (whose accesses at the row start plus the column are `rows`) into its first
+    chunk, the aligned chunks inside the row, the rest's whole vectors and its last partial
+    vector."""
     pid = next(op for op in kernel.body.ops if isinstance(op, ProgramIdOp)).result
     iv = loop.induction_var
     it = iv.type
     assert isinstance(it, DType)
     step = const_value(loop.step)
     assert isinstance(step, int)
-    rows = _row_accesses(loop, rnumel)
     odt = elem_dtype(rows[0].offsets.type)
     assert odt is not None
     b = Builder.before(loop)
@@ -310,8 +311,8 @@ class AlignRows(Pass):
             if isinstance(found, str):
                 self.remark(kernel, found)
                 continue
-            rnumel = row_length(kernel)
-            assert rnumel is not None
+            vec, rnumel = found
             for loop in _loops(kernel):
-                if _row_accesses(loop, rnumel):
-                    align_loop(kernel, loop, rnumel, found)
+                rows = _row_accesses(loop, rnumel)
+                if rows:
+                    align_loop(kernel, loop, rows, rnumel, vec)

@@ -287,8 +287,8 @@ class _Bound:
     desc_source: tuple[int, ...]  # the run() argument each descriptor reads
     tensor_args: tuple[int, ...]
     encoded: dict[tuple[int, ...], list[list[Any]]]
-    # per-call numbers (a symbolic xnumel, a value passed as `buf.item()`): the run() arguments, the specialization Triton compiled
-    # them for, and the grid, recomputed from them at each launch
+    # per-call numbers (a symbolic xnumel, a value passed as `buf.item()`): the run() arguments,
+    # the specialization Triton compiled them for, and the grid, recomputed from them at each launch
     size_args: tuple[int, ...]
     size_spec: tuple[Any, ...]
     grid_of: Callable[[tuple[Any, ...]], tuple[int, ...]] | None

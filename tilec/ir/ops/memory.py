@@ -103,8 +103,10 @@ class AtomicAddOp(StoreOp):
     name = "tile.atomic_add"
 
     def verify_(self) -> None:
-        super().verify_()
-        pointee = _check_offsets(self, self.ptr, self.offsets)
+        super().verify_()  # the store's checks, the pointer's among them
+        ptr = self.ptr.type
+        assert isinstance(ptr, PointerType)
+        pointee = ptr.pointee
         if pointee.name not in ATOMIC_DTYPES:
             raise self.error(f"atomic adds take {', '.join(ATOMIC_DTYPES)}, not {pointee}")
 
