@@ -223,3 +223,19 @@ def test_refuses_unplanned_and_hopper_only_ir() -> None:
         emit_triton(parse((KERNELS / "rmsnorm_logical.tile").read_text()))
     with pytest.raises(EmitError, match="TMA descriptor"):
         emit_triton(parse((KERNELS / "rmsnorm_tma.tile").read_text()))
+
+
+def test_bf16_results_round_with_the_conversion_instruction_on_a_gpu(tmp_path: Path) -> None:
+    """An f32 result stored as bf16 rounds to nearest even on both paths: in integer operations
+    under Triton's interpreter, which truncates (test_logical_rmsnorm_equals_eager runs that), and
+    compiled for a GPU with the conversion instruction alone, none of the integer form's
+    arithmetic left (it cost up to a third of the bandwidth of softmax rows on the H100)."""
+    import re
+
+    from triton_ptx import triton_ptx
+
+    source = emit_triton(planned((KERNELS / "rmsnorm_logical.tile").read_text())).source
+    assert "_tilec_bf16(" in source and "if _TILEC_INTERPRETED:" in source
+    ptx = triton_ptx(planned((KERNELS / "rmsnorm_logical.tile").read_text()), tmp_path)
+    assert re.search(r"cvt\.rn\.bf16(x2)?\.f32", ptx)
+    assert "32767" not in ptx and "0x7FFF" not in ptx.upper().replace("0X", "0x")  # the integer form's bias

@@ -98,12 +98,11 @@ def test_the_rest_of_a_row_is_read_in_vectors(tmp_path) -> None:
     """Compiled for sm_90 (pointers 16-byte aligned, as Triton specializes them at launch), the
     softmax of rows of 50257 reads and writes the chunks between the first and the rest, and the
     rest's whole vectors, in 16-byte vectors: two loops' worth of vector loads per row loop."""
-    import json
-    import os
-    import subprocess
-    import sys
+    import collections
+    import re
 
-    from tilec.emit.triton import emit_triton
+    from triton_ptx import triton_ptx
+
     from tilec.frontend import Lowered
     from tilec.frontend.capture import capture
     from tilec.ir import parse, print_kernel
@@ -115,27 +114,7 @@ def test_the_rest_of_a_row_is_read_in_vectors(tmp_path) -> None:
     module = parse(print_kernel(k.result.kernel))
     run_pipeline(module, "triton-default")
     kernel = module.kernels[0]
-    source = tmp_path / "kernel.py"
-    source.write_text(emit_triton(kernel).source)
-    script = rf"""
-import collections, json, re, triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from tilec.runtime import load_source
-m = load_source(open({str(source)!r}).read(), interpret=False)
-names = m.KERNEL.arg_names
-pointers = {[f"*{p.type.pointee.name}" for p in kernel.params]!r}
-sig = dict(zip(names, pointers + ["constexpr"] * len(m.CONSTEXPRS)))
-cx = dict(zip(names[len(pointers):], m.CONSTEXPRS.values()))
-attrs = {{(i,): [["tt.divisibility", 16]] for i in range(len(pointers))}}
-k = triton.compile(ASTSource(m.KERNEL, sig, constexprs=cx, attrs=attrs), target=GPUTarget("cuda", 90, 32),
-                   options={{"num_warps": m.NUM_WARPS}})
-print(json.dumps(collections.Counter(re.findall(r"(?:ld|st)\.global[.:\w]*", k.asm["ptx"]))))
-"""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    counts = json.loads(done.stdout.strip().splitlines()[-1])
+    counts = collections.Counter(re.findall(r"(?:ld|st)\.global[.:\w]*", triton_ptx(kernel, tmp_path)))
     vector_loads = sum(n for ins, n in counts.items() if ins.startswith("ld.global") and ".v4." in ins)
     vector_stores = sum(n for ins, n in counts.items() if ins.startswith("st.global") and ".v4." in ins)
     # a chunk's 16-byte vectors a thread: RBLOCK bf16 over the program's threads
