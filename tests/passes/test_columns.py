@@ -134,11 +134,11 @@ ROW_FUNCTIONS = {"rmsnorm_weight_grad": rmsnorm_weight_grad, "row_sum": lambda x
 # after accumulate
 @example(name="rmsnorm_weight_grad", rows=1, cols=300, chunk=256)
 def test_rows_accumulated_whole_equal_eager(name: str, rows: int, cols: int, chunk: int) -> None:
-    """`accumulate{columns_only=false}` on row kernels too (row sums in chunks, masked tails
+    """`accumulate{where=all}` on row kernels too (row sums in chunks, masked tails
     included): the same sums, regrouped."""
     inputs = _inputs("product_grad", rows, cols, torch.bfloat16)
     fn = ROW_FUNCTIONS[name]
-    accumulated = f"plan{{max_rblock={chunk},chunk={chunk}}},accumulate{{columns_only=false}}"
+    accumulated = f"plan{{max_rblock={chunk},chunk={chunk}}},accumulate{{where=all}}"
     got, lowered, _ = run_chain(fn, inputs, pipeline=f"{accumulated},canonicalize,peel,canonicalize,cse,dce")
     carried = []
     for low in lowered:

@@ -12,8 +12,8 @@ GLUON_DEFAULT = [
     # concrete block sizes, warps and layouts first: every later pass works on real shapes; a row
     # block's rows fit in shared memory (128 KiB), so reuse can cache them
     "plan{row_block_bytes=131072}",
-    # a column reduction's running sums carried as whole tiles: one cross-warp reduction per loop,
-    # not one per chunk (rows are left alone)
+    # running sums whose chunk sums cross warps (a column reduction's; a row spread over several
+    # warps) carried as whole tiles: one cross-warp reduction per loop, not one per chunk
     "accumulate",
     # a row that starts off a 16-byte boundary (a vocabulary of 50257), one row per program: the
     # chunks start on one, the head and the rest masked, the chunks between them 16-byte vectors
@@ -41,9 +41,11 @@ GLUON_DEFAULT = [
 TRITON_DEFAULT = [
     # whole rows in one tile where registers allow (the register cache needs it); longer rows loop
     # over chunks of 8192, one row per program, 16 warps: on the H100 that measured 65-88% of a copy
-    # where chunks of 2048 over two rows measured 64-65% (bench/results/2026-11-22-triton-long-rows.md)
+    # where chunks of 2048 over two rows measured 64-65% (bench/results/2026-11-22-triton-long-rows.md);
+    # the chooser's rules and the autotuner give long rows other chunks and warps per op and length
+    # (bench/results/2026-11-25-long-rows)
     "plan{max_rblock=16384,chunk=8192}",
-    "accumulate",  # as in the Gluon pipeline: a column reduction's sums reduced once per loop
+    "accumulate",  # as in the Gluon pipeline: sums across warps reduced once per loop (long rows)
     "align-rows",  # as in the Gluon pipeline: misaligned rows read in aligned chunks
     "canonicalize",  # loops of one chunk inline, masks the plan made trivial fold
     "peel",  # a partial last chunk: a full-chunk main loop and a masked tail
