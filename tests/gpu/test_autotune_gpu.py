@@ -79,7 +79,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         ("rmsnorm", 4096, 4096),
         ("layernorm", 8192, 512),
         ("softmax", 4096, 8192),
-        ("rmsnorm", 2048, 32768),  # a long row: the whole-row candidate too
+        ("rmsnorm", 2048, 32768),  # a long row: the long-row candidates too
         ("softmax", 1024, 65536),
     ],
 )

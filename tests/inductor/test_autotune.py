@@ -13,6 +13,7 @@ import tilec
 from tilec.frontend.result import KernelArg
 from tilec.inductor import autotune
 from tilec.inductor.autotune import STOCK, Tuned, candidates, pick
+from tilec.passes.chooser import RULES
 
 
 def test_candidates_are_the_emitters_tilec_may_use_and_stock_unless_decline_is_off() -> None:
@@ -30,21 +31,30 @@ def test_candidates_are_the_emitters_tilec_may_use_and_stock_unless_decline_is_o
     assert candidates(hopper=True, forced=None, decline=True, reduction=False) == ["gluon", "triton", STOCK]
 
 
-def test_long_rows_get_the_whole_row_in_registers() -> None:
-    """Rows past one tile of the Triton plan (16384 elements) and up to 65536 get a Triton variant
-    holding the whole row in one tile over 32 warps (read once); shorter and longer rows do not."""
-    long = "triton{max_rblock=65536,num_warps=32}"
-    for n, has in ((16384, False), (16385, True), (50257, True), (65536, True), (131072, False), (None, False)):
-        assert (long in candidates(hopper=True, forced=None, decline=True, n=n)) == has, n
-    assert long not in candidates(hopper=True, forced=None, decline=True, reduction=False, n=32768)
-    assert long not in candidates(hopper=True, forced="gluon", decline=True, n=32768)
+def test_long_rows_get_their_variants() -> None:
+    """Rows past one tile of the Triton plan (16384 elements) get the long-row Triton variants (one
+    row a program; chunks of 8192 and 32768 over 32 warps, 16384 over 16); shorter rows, symbolic
+    rows, pointwise kernels and a forced Gluon emitter do not."""
+    assert len(autotune.LONG_ROW_PLANS) == 3
+    long = [f"triton{{{p}}}" for p in autotune.LONG_ROW_PLANS]
+    for n, has in ((16384, False), (16385, True), (50257, True), (65536, True), (262144, True), (None, False)):
+        got = candidates(hopper=True, forced=None, decline=True, n=n)
+        assert all((c in got) == has for c in long), n
+    assert not set(long) & set(candidates(hopper=True, forced=None, decline=True, reduction=False, n=32768))
+    assert not set(long) & set(candidates(hopper=True, forced="gluon", decline=True, n=32768))
 
 
+# the long-row candidates and the long-row plans of the chooser's rules
+LONG_ROW_OPTIONS = sorted(set(autotune.LONG_ROW_PLANS) | {r.plan for r in RULES if r.action == "triton" and r.plan})
+
+
+@pytest.mark.parametrize("option", LONG_ROW_OPTIONS)
 @pytest.mark.parametrize("name", ["rmsnorm", "softmax"])
-def test_the_whole_row_variant_computes_what_eager_does(name: str) -> None:
-    """The whole-row candidate's kernel (rows of 20000: a 32768-element tile over 32 warps) equals
-    eager as emitted Triton, in Triton's interpreter. Traced with symbolic rows (Inductor splits
-    such rows unless there are a thousand of them) and run on three."""
+def test_the_long_row_variants_compute_what_eager_does(name: str, option: str) -> None:
+    """Each long-row plan's kernel (rows of 20000, in chunks of 4096 to 32768; the autotuner's
+    candidates and the plans the chooser's rules set) equals eager as emitted Triton, in Triton's
+    interpreter. Traced with symbolic rows (Inductor
+    splits such rows unless there are a thousand of them) and run on three."""
     from tilec.emit.triton import emit_triton
     from tilec.frontend import Lowered
     from tilec.frontend.capture import capture
@@ -54,7 +64,6 @@ def test_the_whole_row_variant_computes_what_eager_does(name: str) -> None:
     from tilec.runtime import load_source
     from tilec.testing import assert_close
 
-    (option,) = autotune.long_row_variants(20000)["triton"]
     fn = {
         "rmsnorm": lambda x: (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6)).bfloat16(),
         "softmax": lambda x: torch.softmax(x.float(), -1).bfloat16(),
@@ -65,7 +74,9 @@ def test_the_whole_row_variant_computes_what_eager_does(name: str) -> None:
     module = parse(print_kernel(lowered.kernel))
     run_pipeline(module, with_plan("triton-default", option))
     kernel = module.kernels[0]
-    assert kernel.constexprs["RBLOCK"] == 32768 and kernel.launch.num_warps == 32
+    chunk = int(option.split("chunk=")[1].split(",")[0])
+    warps = int(option.split("num_warps=")[1])
+    assert kernel.constexprs["RBLOCK"] == chunk and kernel.launch.num_warps == warps
     x = torch.randn(3, 20000).bfloat16()
     out = torch.full_like(x, float("nan"))
     (read,) = [a for a in lowered.args if not a.is_written]

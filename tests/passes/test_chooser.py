@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from examples import example
+from tilec.ir import Kernel
 from tilec.passes.chooser import (
     NO_TABLE,
     RESULTS,
@@ -413,3 +414,55 @@ def test_a_table_derived_from_a_run_is_a_valid_table_for_its_gpu(monkeypatch: py
     assert isinstance(on_h100, Choice) and isinstance(on_test, Choice)
     assert (on_h100.emitter, on_test.emitter) == ("gluon", "triton")
     assert "2026-11-22-suite" in on_test.reason
+
+
+def _long_row_kernel(name: str, rows: int, cols: int) -> Kernel:
+    """The kernel of a norm or softmax over bf16 rows of `cols`, traced on meta tensors (rows this
+    long are gigabytes)."""
+    from tilec.frontend import Lowered
+    from tilec.frontend.capture import capture
+
+    x = torch.empty(rows, cols, dtype=torch.bfloat16, device="meta")
+    w = torch.empty(cols, dtype=torch.bfloat16, device="meta")
+    fns = {
+        "rmsnorm": (
+            lambda x, w: (
+                x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+            ).bfloat16(),
+            [x, w],
+        ),
+        "layernorm": (
+            lambda x, w: torch.nn.functional.layer_norm(x.float(), (cols,), w.float(), w.float()).bfloat16(),
+            [x, w],
+        ),
+        "softmax": (lambda x: torch.softmax(x.float(), -1).bfloat16(), [x]),
+    }
+    fn, inputs = fns[name]
+    (k,) = capture(fn, inputs, strict=True)
+    assert isinstance(k.result, Lowered)
+    return k.result.kernel
+
+
+@pytest.mark.parametrize(
+    ("name", "rows", "cols", "expected", "plan"),
+    [
+        ("rmsnorm", 4096, 32768, "triton", "xblock=1,chunk=8192,num_warps=32"),
+        ("rmsnorm", 4096, 50257, "triton", "xblock=1,chunk=4096,num_warps=32"),
+        ("rmsnorm", 4096, 65536, "triton", "xblock=1,chunk=8192,num_warps=32"),
+        ("rmsnorm", 2048, 262144, "triton", "xblock=1,chunk=32768,num_warps=32"),
+        ("layernorm", 4096, 32768, "stock", ""),
+        ("layernorm", 4096, 65536, "triton", "xblock=1,chunk=32768,num_warps=32"),
+        ("layernorm", 2048, 262144, "stock", ""),
+        ("softmax", 4096, 32768, "triton", "xblock=1,chunk=16384,num_warps=16"),
+        ("softmax", 4096, 50257, "triton", ""),
+        ("softmax", 4096, 131072, "triton", "xblock=1,chunk=32768,num_warps=32"),
+    ],
+)
+def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, expected: str, plan: str) -> None:
+    """Rows of 32K elements and more: the Triton plan that measured best for the op and length on
+    the H100 (bench/results/2026-11-25-long-rows), or stock where none beat it."""
+    choice = choose(_long_row_kernel(name, rows, cols), hopper=True)
+    if expected == "stock":
+        assert isinstance(choice, Decline) and "2026-11-25-long-rows" in choice.reason, choice
+    else:
+        assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (expected, plan), choice

@@ -107,8 +107,19 @@ def wanted(device: Any, target: Target | None = None) -> bool:
 # has a column reduction (one column per program ran 4-15x slower than its plan on every weight
 # gradient of bench/results/2026-11-25-columns).
 PLAN_VARIANTS = {"gluon": ["xblock=1,num_warps=4"], "triton": []}
-# rows (elements) longer than the first and up to the second get the whole-row variant
-LONG_ROW = (16384, 65536)
+# rows (elements) longer than this get the long-row variants
+LONG_ROW = 16384
+# one row a program, in the chunks and warps that measured best for some op and length (the
+# running sums carried as the chunk's tile: `accumulate`). H100, bf16, device time as % of a
+# copy (bench/results/2026-11-25-long-rows), against the heuristic plan (16 warps, chunks of 8192):
+# RMSNorm 8192x65536 99.8 against 70.9 (chunks of 8192, 32 warps); LayerNorm 8192x65536 84.0
+# against 67.7 and softmax 4096x131072 88.6 against 67.9 (32768, 32 warps); softmax 8192x65536
+# 95.4 against 74.8 (16384, 16 warps)
+LONG_ROW_PLANS = [
+    "xblock=1,chunk=8192,num_warps=32",
+    "xblock=1,chunk=32768,num_warps=32",
+    "xblock=1,chunk=16384,num_warps=16",
+]
 
 
 def sized_variants(target: Target | None) -> dict[str, list[str]]:
@@ -128,15 +139,13 @@ def sized_variants(target: Target | None) -> dict[str, list[str]]:
 
 
 def long_row_variants(n: int | None) -> dict[str, list[str]]:
-    """For rows longer than the Triton plan holds in one tile (16384 elements) and up to 65536: the
-    whole row in one tile over 32 warps, read from memory once and kept in registers — the
-    persistent-reduction plan Inductor's max-autotune finds for such rows, where the heuristic plan
-    loops over chunks and reads the row twice. Compiled for sm_90 (bf16 rows, RMSNorm, LayerNorm,
-    softmax) it keeps the row without spilling at 32768 and spills 136-184 bytes a thread at
-    65536."""
-    if n is None or not LONG_ROW[0] < n <= LONG_ROW[1]:
+    """For rows longer than the Triton plan holds in one tile (16384 elements): one row a program
+    in other chunks and warps (`LONG_ROW_PLANS`) than the heuristic plan's (16 warps, chunks of
+    8192). Such a row is read twice, the second time mostly from L2.
+    Inductor's max-autotune picks the same shapes of its loop for these rows."""
+    if n is None or n <= LONG_ROW:
         return {}
-    return {"triton": [f"max_rblock={LONG_ROW[1]},num_warps=32"]}
+    return {"triton": list(LONG_ROW_PLANS)}
 
 
 def candidates(

@@ -145,7 +145,9 @@ class Rule:
 # - 2026-11-22-suite: "tilec-gluon/tilec-triton vs compile" (torch.compile default);
 # - 2026-11-24-compute-type: "tilec (its default then) vs compile";
 # - 2026-11-22-plan-variants.md (bench/variants.py): "gluon-x1-w4/gluon-default vs inductor";
-# - 2026-11-24-residual-norms: "tilec-gluon/tilec-triton vs compile".
+# - 2026-11-24-residual-norms: "tilec-gluon/tilec-triton vs compile";
+# - 2026-11-25-long-rows: "the Triton plan named (bench/results/.../long.jsonl) vs compile", one
+#   machine, one call.
 RULES: tuple[Rule, ...] = (
     Rule("sum", 0, 4 * KIB, "stock", "2026-11-24-compute-type", "32768x512 98.9 vs 101.3; 65536x1024 99.5 vs 100.0"),
     # one row per program, 4 warps (the heuristic plan gives 8 warps, and two rows at 4 KiB)
@@ -167,13 +169,44 @@ RULES: tuple[Rule, ...] = (
         "2026-11-24-compute-type",
         "8192x8192 99.2 vs 99.3; 16384x8192 99.3 vs 100.0",
     ),
+    Rule("sum", 32 * KIB, 64 * KIB, "stock", "2026-11-22-suite", "4096x16384 95/89 vs 100"),
+    # rows past one tile: one row a program over 32 warps, the running sum carried as the chunk's
+    # tile (`accumulate`), in the chunk that measured best at each length
     Rule(
         "sum",
-        32 * KIB,
+        64 * KIB,
+        96 * KIB,
+        "triton",
+        "2026-11-25-long-rows",
+        "4096x32768 99.7 vs 97.1",
+        plan="xblock=1,chunk=8192,num_warps=32",
+    ),
+    Rule(
+        "sum",
+        96 * KIB,
+        128 * KIB,
+        "triton",
+        "2026-11-25-long-rows",
+        "32768x50257 90.0 vs 44.8",
+        plan="xblock=1,chunk=4096,num_warps=32",
+    ),
+    Rule(
+        "sum",
+        128 * KIB,
+        256 * KIB,
+        "triton",
+        "2026-11-25-long-rows",
+        "8192x65536 99.8 vs 69.6",
+        plan="xblock=1,chunk=8192,num_warps=32",
+    ),
+    Rule(
+        "sum",
+        256 * KIB,
         2**62,
-        "stock",
-        "2026-11-22-suite",
-        "4096x16384 95/89 vs 100; 4096x32768 82/64 vs 97; 8192x65536 52/63 vs 70",
+        "triton",
+        "2026-11-25-long-rows",
+        "4096x131072 80.6 vs 65.6; 2048x262144 66.0 vs 64.3",
+        plan="xblock=1,chunk=32768,num_warps=32",
     ),
     Rule("mean-var", 0, 4 * KIB, "stock", "2026-11-22-suite", "32768x512 93/90 vs 99; 65536x1024 91/90 vs 99"),
     # one row per program, 4 warps (the heuristic plan gives 8 warps, and two rows at 4 KiB)
@@ -190,11 +223,30 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "mean-var",
         16 * KIB,
-        2**62,
+        64 * KIB,
         "stock",
         "2026-11-22-suite",
-        "8192x8192 91/87 vs 100; 16384x8192 91/87 vs 100; 4096x16384 86/96 vs 98; 4096x32768 56/64 vs 93",
+        "8192x8192 91/87 vs 100; 16384x8192 91/87 vs 100; 4096x16384 86/96 vs 98",
     ),
+    # the best of eight long-row plans each
+    Rule(
+        "mean-var",
+        64 * KIB,
+        128 * KIB,
+        "stock",
+        "2026-11-25-long-rows",
+        "4096x32768 91.4 vs 93.1; 32768x50257 39.7 vs 46.9",
+    ),
+    Rule(
+        "mean-var",
+        128 * KIB,
+        512 * KIB,
+        "triton",
+        "2026-11-25-long-rows",
+        "8192x65536 84.0 vs 63.3; 4096x131072 66.6 vs 65.1",
+        plan="xblock=1,chunk=32768,num_warps=32",
+    ),
+    Rule("mean-var", 512 * KIB, 2**62, "stock", "2026-11-25-long-rows", "2048x262144 60.2 vs 60.9"),
     Rule("softmax", 0, 2 * KIB, "stock", "2026-11-22-suite", "32768x512 97/99 vs 99.5"),
     Rule("softmax", 2 * KIB, 4 * KIB, "triton", "2026-11-22-suite", "65536x1024 99.5/100.5 vs 99.6"),
     Rule(
@@ -210,10 +262,30 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "softmax",
         64 * KIB,
+        96 * KIB,
+        "triton",
+        "2026-11-25-long-rows",
+        "4096x32768 98.7 vs 64.1",
+        plan="xblock=1,chunk=16384,num_warps=16",
+    ),
+    Rule("softmax", 96 * KIB, 128 * KIB, "triton", "2026-11-25-long-rows", "32768x50257 68.1 vs 48.1"),
+    Rule(
+        "softmax",
+        128 * KIB,
+        256 * KIB,
+        "triton",
+        "2026-11-25-long-rows",
+        "8192x65536 95.4 vs 61.2",
+        plan="xblock=1,chunk=16384,num_warps=16",
+    ),
+    Rule(
+        "softmax",
+        256 * KIB,
         2**62,
         "triton",
-        "2026-11-22-suite",
-        "4096x32768 63/65 vs 65; 8192x65536 43/64 vs 61; 32768x50257 41/47 vs 48",
+        "2026-11-25-long-rows",
+        "4096x131072 88.6 vs 60.1; 2048x262144 70.6 vs 59.0",
+        plan="xblock=1,chunk=32768,num_warps=32",
     ),
     # a residual add fused with the norm (two row inputs): stock is at the ceiling already
     Rule(
