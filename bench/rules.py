@@ -1,6 +1,6 @@
 """The chooser's rules for a GPU, derived from a `tilec bench` run on it.
 
-    python bench/rules.py bench/results/RUN/results.jsonl [--margin 0.01]
+    python bench/rules.py bench/results/RUN/results.jsonl [--plans bench/results/RUN/long.jsonl] [--margin 0.01]
 
 prints a table of `tilec.passes.chooser.Rule`s (Python source) for the GPU the run measured, to
 be reviewed and committed as that GPU's entry of `chooser.TABLES`. Per reduction family (rmsnorm:
@@ -13,7 +13,10 @@ last runs on. Each rule quotes the figures it rests on (device time, % of a same
 gluon/triton vs compile") and names the run, as tests/passes/test_chooser.py checks.
 
 The run must hold `tilec-gluon` and/or `tilec-triton` beside `compile` (`tilec bench --impls
-tilec-gluon,tilec-triton,compile,copy`); shapes where any of them failed are left out.
+tilec-gluon,tilec-triton,compile,copy`); shapes where any of them failed are left out. With
+`--plans`, the plans of a `bench/long_rows.py` survey on the same GPU (bf16, one row input) are
+candidates too, each as the Triton emitter with its plan options: a rule whose action is such a
+plan sets `plan=` and quotes that plan's figure ("MxN 99.8 vs 69.6").
 """
 
 from __future__ import annotations
@@ -38,16 +41,23 @@ END = 2**62
 class Shape:
     m: int
     n: int
-    ms: dict[str, float]  # impl -> device ms
-    pct: dict[str, float]  # impl -> device % of copy
+    ms: dict[str, float]  # impl (or "triton{plan}") -> device ms
+    pct: dict[str, float]  # impl (or "triton{plan}") -> device % of copy
+
+    def candidates(self) -> dict[str, str]:
+        """The tilec candidates measured: key in `ms` -> action ("gluon", "triton{plan}")."""
+        found = {i: e for i, e in EMITTERS.items() if i in self.ms}
+        return found | {k: k for k in self.ms if k.startswith("triton{")}
 
     def action(self, margin: float) -> str:
-        """tilec's fastest emitter where it beats compile by `margin`, else "stock"."""
-        tilec = {e: self.ms[i] for i, e in EMITTERS.items() if i in self.ms}
-        best = min(tilec, key=lambda e: tilec[e])
-        return best if tilec[best] <= (1 - margin) * self.ms["compile"] else "stock"
+        """tilec's fastest candidate where it beats compile by `margin`, else "stock"."""
+        tilec = self.candidates()
+        best = min(tilec, key=lambda k: self.ms[k])
+        return tilec[best] if self.ms[best] <= (1 - margin) * self.ms["compile"] else "stock"
 
-    def figures(self) -> str:
+    def figures(self, action: str = "") -> str:
+        if action.startswith("triton{"):
+            return f"{self.m}x{self.n} {self.pct[action]:.1f} vs {self.pct['compile']:.1f}"
         mine = "/".join(f"{self.pct[i]:.1f}" for i in EMITTERS if i in self.pct)
         return f"{self.m}x{self.n} {mine} vs {self.pct['compile']:.1f}"
 
@@ -62,20 +72,50 @@ class Derived:
     action: str
     figures: str
 
+    @property
+    def emitter(self) -> str:
+        return self.action.partition("{")[0]
+
+    @property
+    def plan(self) -> str:
+        return self.action.partition("{")[2].removesuffix("}")
+
     def source(self, run: str) -> str:
-        extra = f", elem_bytes={self.elem_bytes}" if self.elem_bytes != 2 else ""
+        extra = f", plan={self.plan!r}" if self.plan else ""
+        extra += f", elem_bytes={self.elem_bytes}" if self.elem_bytes != 2 else ""
         extra += f", row_inputs={self.row_inputs}" if self.row_inputs != 1 else ""
         hi = "2**62" if self.hi == END else str(self.hi)
-        return f"Rule({self.family!r}, {self.lo}, {hi}, {self.action!r}, {run!r}, {self.figures!r}{extra}),"
+        return f"Rule({self.family!r}, {self.lo}, {hi}, {self.emitter!r}, {run!r}, {self.figures!r}{extra}),"
 
 
-def shapes(records: list[dict[str, Any]]) -> dict[tuple[str, int, int], dict[int, list[Shape]]]:
+def plan_of(record: dict[str, Any]) -> str:
+    """A long-row survey record's plan options: its `plan`, or (records written before the field)
+    read from its name, "cC-wW" (one row a program in chunks of C over W warps) or "def" ("")."""
+    if "plan" in record:
+        return str(record["plan"])
+    if record["variant"] == "def":
+        return ""
+    chunk, warps = record["variant"].removeprefix("c").split("-w")
+    return f"xblock=1,chunk={int(chunk)},num_warps={int(warps)}"
+
+
+def shapes(
+    records: list[dict[str, Any]],
+    plans: list[dict[str, Any]] = (),  # type: ignore[assignment]
+) -> dict[tuple[str, int, int], dict[int, list[Shape]]]:
     """(family, row inputs, element bytes) -> row bytes -> the shapes measured, each with every
-    implementation the rules compare (shapes where one failed or is missing are left out)."""
+    implementation the rules compare (shapes where one failed or is missing are left out) and
+    the plans of `bench/long_rows.py` measured for that shape (bf16; the heuristic plan, "def",
+    stands for `tilec-triton` where the run has none)."""
     by_case: dict[tuple[str, int, int, str], dict[str, dict[str, float]]] = defaultdict(dict)
     for r in records:
         if r.get("ok") and r.get("device_ms") and r["op"] in FAMILIES and r["dtype"] in ELEM_BYTES:
             by_case[(r["op"], r["m"], r["n"], r["dtype"])][r["impl"]] = {"ms": r["device_ms"], "pct": r["device_pct"]}
+    for r in plans:
+        if r.get("ms") and "error" not in r and r["op"] in FAMILIES and (r["op"], r["m"], r["n"], "bf16") in by_case:
+            impls = by_case[(r["op"], r["m"], r["n"], "bf16")]
+            plan = plan_of(r)
+            impls.setdefault(f"triton{{{plan}}}" if plan else "tilec-triton", {"ms": r["ms"], "pct": r["pct"]})
     out: dict[tuple[str, int, int], dict[int, list[Shape]]] = defaultdict(lambda: defaultdict(list))
     for (op, m, n, dtype), impls in sorted(by_case.items()):
         if "compile" not in impls or not any(i in impls for i in EMITTERS):
@@ -86,9 +126,13 @@ def shapes(records: list[dict[str, Any]]) -> dict[tuple[str, int, int], dict[int
     return out
 
 
-def derive(records: list[dict[str, Any]], margin: float = 0.01) -> list[Derived]:
+def derive(
+    records: list[dict[str, Any]],
+    margin: float = 0.01,
+    plans: list[dict[str, Any]] = (),  # type: ignore[assignment]
+) -> list[Derived]:
     rules = []
-    for (family, inputs, elem), by_row in sorted(shapes(records).items()):
+    for (family, inputs, elem), by_row in sorted(shapes(records, plans).items()):
         groups: list[tuple[int, str, list[Shape]]] = []  # (smallest row bytes, action, shapes)
         for row_bytes in sorted(by_row):
             measured = by_row[row_bytes]
@@ -101,7 +145,7 @@ def derive(records: list[dict[str, Any]], margin: float = 0.01) -> list[Derived]
                 groups.append((row_bytes, action, list(measured)))
         for k, (lo, action, measured) in enumerate(groups):
             hi = groups[k + 1][0] if k + 1 < len(groups) else END
-            figures = "; ".join(s.figures() for s in measured)
+            figures = "; ".join(s.figures(action) for s in measured)
             rules.append(Derived(family, inputs, elem, 0 if k == 0 else lo, hi, action, figures))
     return rules
 
@@ -109,10 +153,14 @@ def derive(records: list[dict[str, Any]], margin: float = 0.01) -> list[Derived]
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("results", help="a tilec bench run's results.jsonl")
+    p.add_argument("--plans", help="a bench/long_rows.py survey's long.jsonl from the same GPU")
     p.add_argument("--margin", type=float, default=0.01, help="how much faster tilec must be (device time)")
     args = p.parse_args(argv)
     path = Path(args.results).resolve()
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    plans = (
+        [json.loads(line) for line in Path(args.plans).read_text().splitlines() if line.strip()] if args.plans else []
+    )
     gpus = {r.get("meta", {}).get("gpu") for r in records} - {None}
     if len(gpus) != 1:
         print(f"bench/rules.py: the run must come from one GPU, not {sorted(gpus) or 'none named'}", file=sys.stderr)
@@ -121,7 +169,7 @@ def main(argv: list[str]) -> int:
         run = str(path.parent.relative_to(RESULTS))
     except ValueError:
         run = str(path.parent)  # not committed yet: name the run's folder under bench/results/ before committing
-    derived = derive(records, args.margin)
+    derived = derive(records, args.margin, plans)
     if not derived:
         print("bench/rules.py: no shape holds compile and a tilec emitter", file=sys.stderr)
         return 2

@@ -448,7 +448,7 @@ def _long_row_kernel(name: str, rows: int, cols: int) -> Kernel:
     [
         ("rmsnorm", 4096, 32768, "triton", "xblock=1,chunk=8192,num_warps=32"),
         ("rmsnorm", 4096, 50257, "triton", "xblock=1,chunk=4096,num_warps=32"),
-        ("rmsnorm", 4096, 65536, "triton", "xblock=1,chunk=8192,num_warps=32"),
+        ("rmsnorm", 4096, 65536, "triton", "xblock=1,chunk=32768,num_warps=16"),
         ("rmsnorm", 2048, 262144, "triton", "xblock=1,chunk=32768,num_warps=32"),
         ("layernorm", 4096, 32768, "stock", ""),
         ("layernorm", 4096, 65536, "triton", "xblock=1,chunk=32768,num_warps=32"),
@@ -466,3 +466,33 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
         assert isinstance(choice, Decline) and "2026-11-25-long-rows" in choice.reason, choice
     else:
         assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (expected, plan), choice
+
+
+def test_long_row_rules_are_what_the_tool_derives() -> None:
+    """The H100's rules for rows of 64 KiB and more take, at every row size the long-row run
+    measured, the action and plan `bench/rules.py --plans` derives from that run (the bench's
+    results and the plan survey's long.jsonl): the committed table is the tool's output there."""
+    from bench_scripts import load
+
+    tool = load("rules")
+    run = ROOT / RESULTS / "2026-11-25-long-rows"
+    records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines() if line.strip()]
+    plans = [json.loads(line) for line in (run / "long.jsonl").read_text().splitlines() if line.strip()]
+    derived = tool.derive(records, plans=plans)
+    checked = 0
+    for (family, inputs, elem), by_row in tool.shapes(records, plans).items():
+        for row_bytes in by_row:
+            (d,) = [
+                d
+                for d in derived
+                if (d.family, d.row_inputs, d.elem_bytes) == (family, inputs, elem) and d.lo <= row_bytes < d.hi
+            ]
+            (rule,) = [
+                r
+                for r in RULES
+                if (r.family, r.row_inputs, r.elem_bytes) == (family, inputs, elem) and r.lo <= row_bytes < r.hi
+            ]
+            assert (rule.action, rule.plan) == (d.emitter, d.plan), (family, row_bytes, rule, d)
+            assert rule.run == "2026-11-25-long-rows"
+            checked += 1
+    assert checked == 15  # three families at five row sizes

@@ -170,12 +170,14 @@ RULES: tuple[Rule, ...] = (
         "8192x8192 99.2 vs 99.3; 16384x8192 99.3 vs 100.0",
     ),
     Rule("sum", 32 * KIB, 64 * KIB, "stock", "2026-11-22-suite", "4096x16384 95/89 vs 100"),
-    # rows past one tile: one row a program over 32 warps, the running sum carried as the chunk's
-    # tile (`accumulate`), in the chunk that measured best at each length
+    # rows past one tile: one row a program, the running sum carried as the chunk's tile
+    # (`accumulate`), in the chunk and warps that measured best at each length; the long-row
+    # rules are what `bench/rules.py RUN/results.jsonl --plans RUN/long.jsonl` derives from the
+    # run they name, each from the smallest row size measured (100514: rows of 50257)
     Rule(
         "sum",
         64 * KIB,
-        96 * KIB,
+        100514,
         "triton",
         "2026-11-25-long-rows",
         "4096x32768 99.7 vs 97.1",
@@ -183,7 +185,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "sum",
-        96 * KIB,
+        100514,
         128 * KIB,
         "triton",
         "2026-11-25-long-rows",
@@ -196,8 +198,8 @@ RULES: tuple[Rule, ...] = (
         256 * KIB,
         "triton",
         "2026-11-25-long-rows",
-        "8192x65536 99.8 vs 69.6",
-        plan="xblock=1,chunk=8192,num_warps=32",
+        "8192x65536 99.9 vs 69.6",
+        plan="xblock=1,chunk=32768,num_warps=16",
     ),
     Rule(
         "sum",
@@ -262,13 +264,13 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "softmax",
         64 * KIB,
-        96 * KIB,
+        100514,
         "triton",
         "2026-11-25-long-rows",
         "4096x32768 98.7 vs 64.1",
         plan="xblock=1,chunk=16384,num_warps=16",
     ),
-    Rule("softmax", 96 * KIB, 128 * KIB, "triton", "2026-11-25-long-rows", "32768x50257 68.1 vs 48.1"),
+    Rule("softmax", 100514, 128 * KIB, "triton", "2026-11-25-long-rows", "32768x50257 68.1 vs 48.1"),
     Rule(
         "softmax",
         128 * KIB,
