@@ -16,7 +16,8 @@ The run must hold `tilec-gluon` and/or `tilec-triton` beside `compile` (`tilec b
 tilec-gluon,tilec-triton,compile,copy`); shapes where any of them failed are left out. With
 `--plans`, the plans of a `bench/long_rows.py` survey on the same GPU (bf16, one row input) are
 candidates too, each as the Triton emitter with its plan options: a rule whose action is such a
-plan sets `plan=` and quotes that plan's figure ("MxN 99.8 vs 69.6").
+plan sets `plan=` and quotes that plan's figure ("MxN 99.8 vs 69.6"); any other rule over such
+shapes quotes tilec's fastest candidate there.
 """
 
 from __future__ import annotations
@@ -56,9 +57,14 @@ class Shape:
         return tilec[best] if self.ms[best] <= (1 - margin) * self.ms["compile"] else "stock"
 
     def figures(self, action: str = "") -> str:
+        """ "MxN tilec vs compile": the plan's figure where the action is a plan; with a plan
+        survey, tilec's fastest candidate's; else each emitter's ("gluon/triton")."""
         if action.startswith("triton{"):
-            return f"{self.m}x{self.n} {self.pct[action]:.1f} vs {self.pct['compile']:.1f}"
-        mine = "/".join(f"{self.pct[i]:.1f}" for i in EMITTERS if i in self.pct)
+            mine = f"{self.pct[action]:.1f}"
+        elif any(k.startswith("triton{") for k in self.ms):
+            mine = f"{self.pct[min(self.candidates(), key=lambda k: self.ms[k])]:.1f}"
+        else:
+            mine = "/".join(f"{self.pct[i]:.1f}" for i in EMITTERS if i in self.pct)
         return f"{self.m}x{self.n} {mine} vs {self.pct['compile']:.1f}"
 
 

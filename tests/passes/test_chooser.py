@@ -471,7 +471,8 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
 def test_long_row_rules_are_what_the_tool_derives() -> None:
     """The H100's rules for rows of 64 KiB and more take, at every row size the long-row run
     measured, the action and plan `bench/rules.py --plans` derives from that run (the bench's
-    results and the plan survey's long.jsonl): the committed table is the tool's output there."""
+    results and the plan survey's long.jsonl), quoting the same figures: the committed table is
+    the tool's output there."""
     from bench_scripts import load
 
     tool = load("rules")
@@ -492,7 +493,12 @@ def test_long_row_rules_are_what_the_tool_derives() -> None:
                 for r in RULES
                 if (r.family, r.row_inputs, r.elem_bytes) == (family, inputs, elem) and r.lo <= row_bytes < r.hi
             ]
-            assert (rule.action, rule.plan) == (d.emitter, d.plan), (family, row_bytes, rule, d)
+            assert (rule.action, rule.plan, rule.figures) == (d.emitter, d.plan, d.figures), (
+                family,
+                row_bytes,
+                rule,
+                d,
+            )
             assert rule.run == "2026-11-25-long-rows"
             checked += 1
     assert checked == 15  # three families at five row sizes

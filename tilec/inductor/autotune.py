@@ -141,8 +141,8 @@ def sized_variants(target: Target | None) -> dict[str, list[str]]:
 def long_row_variants(n: int | None) -> dict[str, list[str]]:
     """For rows longer than the Triton plan holds in one tile (16384 elements): one row a program
     in other chunks and warps (`LONG_ROW_PLANS`) than the heuristic plan's (16 warps, chunks of
-    8192). Such a row is read twice, the second time mostly from L2.
-    Inductor's max-autotune picks the same shapes of its loop for these rows."""
+    8192). Such a row is read twice, the second time mostly from L2. (For RMSNorm rows of 65536,
+    Inductor's max-autotune picks the first shape for its own loop.)"""
     if n is None or n <= LONG_ROW:
         return {}
     return {"triton": list(LONG_ROW_PLANS)}
