@@ -34,7 +34,7 @@ from typing import Any
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-LOG2E = 1.4426950408889634
+LOG2E = gl.constexpr(1.4426950408889634)
 EPS = 1e-6
 # (op, M, N, CTAs per cluster, warps per CTA). 32768 elements a CTA over 16 warps take all of an
 # SM's registers (one CTA an SM); 16384 a CTA, two
@@ -75,6 +75,18 @@ def split_layout(ctas: Any, num_warps: Any) -> Any:
 
 
 @gluon.jit
+def row_slices(ctas: gl.constexpr, width: gl.constexpr, num_warps: gl.constexpr):
+    """The cluster's row (its first element: one row a cluster) and each CTA's slice of it, as
+    offsets of a [ctas, width] tile whose row r lives in CTA r."""
+    layout: gl.constexpr = split_layout(ctas, num_warps)
+    row = gl.program_id(0)
+    r = gl.arange(0, ctas, layout=gl.SliceLayout(1, layout))
+    c = gl.arange(0, width, layout=gl.SliceLayout(0, layout))
+    offs = r[:, None] * width + c[None, :]
+    return row.to(gl.int64) * (ctas * width), offs
+
+
+@gluon.jit
 def rmsnorm_cluster(
     x_ptr,
     w_ptr,
@@ -85,12 +97,8 @@ def rmsnorm_cluster(
     constraints: gl.constexpr,
     num_warps: gl.constexpr,
 ):
-    layout: gl.constexpr = split_layout(ctas, num_warps)
-    row = gl.program_id(0)  # the cluster's: one row a cluster
-    r = gl.arange(0, ctas, layout=gl.SliceLayout(1, layout))
-    c = gl.arange(0, width, layout=gl.SliceLayout(0, layout))
-    offs = r[:, None] * width + c[None, :]
-    x = gl.load(x_ptr + row.to(gl.int64) * (ctas * width) + offs).to(gl.float32)
+    start, offs = row_slices(ctas, width, num_warps)
+    x = gl.load(x_ptr + start + offs).to(gl.float32)
     part = gl.sum(x * x, axis=1)  # within each CTA
     sums = gl.inline_asm_elementwise(asm, constraints, [part], dtype=[gl.float32] * ctas, is_pure=False, pack=1)
     total = sums[0]
@@ -99,7 +107,7 @@ def rmsnorm_cluster(
     rstd = gl.rsqrt(total / (ctas * width) + 1e-6)
     w = gl.load(w_ptr + offs).to(gl.float32)  # the row's columns: each CTA its slice of the weight
     y = (x * rstd[:, None]).to(gl.bfloat16).to(gl.float32) * w
-    gl.store(out_ptr + row.to(gl.int64) * (ctas * width) + offs, y.to(gl.bfloat16))
+    gl.store(out_ptr + start + offs, y.to(gl.bfloat16))
 
 
 @gluon.jit
@@ -112,23 +120,19 @@ def softmax_cluster(
     constraints: gl.constexpr,
     num_warps: gl.constexpr,
 ):
-    layout: gl.constexpr = split_layout(ctas, num_warps)
-    row = gl.program_id(0)
-    r = gl.arange(0, ctas, layout=gl.SliceLayout(1, layout))
-    c = gl.arange(0, width, layout=gl.SliceLayout(0, layout))
-    offs = r[:, None] * width + c[None, :]
-    x = gl.load(x_ptr + row.to(gl.int64) * (ctas * width) + offs).to(gl.float32)
+    start, offs = row_slices(ctas, width, num_warps)
+    x = gl.load(x_ptr + start + offs).to(gl.float32)
     m = gl.max(x, axis=1)
-    s = gl.sum(gl.exp2((x - m[:, None]) * 1.4426950408889634), axis=1)
+    s = gl.sum(gl.exp2((x - m[:, None]) * LOG2E), axis=1)
     g = gl.inline_asm_elementwise(asm, constraints, [m, s], dtype=[gl.float32] * (2 * ctas), is_pure=False, pack=1)
     gm = g[0]
     for i in gl.static_range(1, ctas):
         gm = gl.maximum(gm, g[i])
-    gs = g[ctas] * gl.exp2((g[0] - gm) * 1.4426950408889634)
+    gs = g[ctas] * gl.exp2((g[0] - gm) * LOG2E)
     for i in gl.static_range(1, ctas):
-        gs += g[ctas + i] * gl.exp2((g[i] - gm) * 1.4426950408889634)
-    y = gl.exp2((x - gm[:, None]) * 1.4426950408889634) / gs[:, None]
-    gl.store(out_ptr + row.to(gl.int64) * (ctas * width) + offs, y.to(gl.bfloat16))
+        gs += g[ctas + i] * gl.exp2((g[i] - gm) * LOG2E)
+    y = gl.exp2((x - gm[:, None]) * LOG2E) / gs[:, None]
+    gl.store(out_ptr + start + offs, y.to(gl.bfloat16))
 
 
 KERNELS = {"rmsnorm": (rmsnorm_cluster, 1), "softmax": (softmax_cluster, 2)}

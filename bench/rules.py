@@ -26,9 +26,16 @@ import argparse
 import json
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tilec.inductor.autotune import split
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from long_rows import PLANS  # bench/ is no package: its scripts import each other from it
 
 FAMILIES = {"rmsnorm": ("sum", 1), "layernorm": ("mean-var", 1), "softmax": ("softmax", 1)}
 FAMILIES |= {f"add_{op}": (family, 2) for op, (family, _) in list(FAMILIES.items()) if op != "softmax"}
@@ -50,11 +57,14 @@ class Shape:
         found = {i: e for i, e in EMITTERS.items() if i in self.ms}
         return found | {k: k for k in self.ms if k.startswith("triton{")}
 
+    def fastest(self) -> str:
+        """The key in `ms` of tilec's fastest candidate."""
+        return min(self.candidates(), key=lambda k: self.ms[k])
+
     def action(self, margin: float) -> str:
         """tilec's fastest candidate where it beats compile by `margin`, else "stock"."""
-        tilec = self.candidates()
-        best = min(tilec, key=lambda k: self.ms[k])
-        return tilec[best] if self.ms[best] <= (1 - margin) * self.ms["compile"] else "stock"
+        best = self.fastest()
+        return self.candidates()[best] if self.ms[best] <= (1 - margin) * self.ms["compile"] else "stock"
 
     def figures(self, action: str = "") -> str:
         """ "MxN tilec vs compile": the plan's figure where the action is a plan; with a plan
@@ -62,7 +72,7 @@ class Shape:
         if action.startswith("triton{"):
             mine = f"{self.pct[action]:.1f}"
         elif any(k.startswith("triton{") for k in self.ms):
-            mine = f"{self.pct[min(self.candidates(), key=lambda k: self.ms[k])]:.1f}"
+            mine = f"{self.pct[self.fastest()]:.1f}"
         else:
             mine = "/".join(f"{self.pct[i]:.1f}" for i in EMITTERS if i in self.pct)
         return f"{self.m}x{self.n} {mine} vs {self.pct['compile']:.1f}"
@@ -78,36 +88,23 @@ class Derived:
     action: str
     figures: str
 
-    @property
-    def emitter(self) -> str:
-        return self.action.partition("{")[0]
-
-    @property
-    def plan(self) -> str:
-        return self.action.partition("{")[2].removesuffix("}")
-
     def source(self, run: str) -> str:
-        extra = f", plan={self.plan!r}" if self.plan else ""
+        emitter, plan = split(self.action)  # "triton{chunk=...}": the emitter and its plan options
+        extra = f", plan={plan!r}" if plan else ""
         extra += f", elem_bytes={self.elem_bytes}" if self.elem_bytes != 2 else ""
         extra += f", row_inputs={self.row_inputs}" if self.row_inputs != 1 else ""
         hi = "2**62" if self.hi == END else str(self.hi)
-        return f"Rule({self.family!r}, {self.lo}, {hi}, {self.emitter!r}, {run!r}, {self.figures!r}{extra}),"
+        return f"Rule({self.family!r}, {self.lo}, {hi}, {emitter!r}, {run!r}, {self.figures!r}{extra}),"
 
 
 def plan_of(record: dict[str, Any]) -> str:
     """A long-row survey record's plan options: its `plan`, or (records written before the field)
-    read from its name, "cC-wW" (one row a program in chunks of C over W warps) or "def" ("")."""
-    if "plan" in record:
-        return str(record["plan"])
-    if record["variant"] == "def":
-        return ""
-    chunk, warps = record["variant"].removeprefix("c").split("-w")
-    return f"xblock=1,chunk={int(chunk)},num_warps={int(warps)}"
+    those of the survey's plan of that name."""
+    return str(record["plan"]) if "plan" in record else PLANS[record["variant"]]
 
 
 def shapes(
-    records: list[dict[str, Any]],
-    plans: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    records: list[dict[str, Any]], plans: Sequence[dict[str, Any]] = ()
 ) -> dict[tuple[str, int, int], dict[int, list[Shape]]]:
     """(family, row inputs, element bytes) -> row bytes -> the shapes measured, each with every
     implementation the rules compare (shapes where one failed or is missing are left out) and
@@ -135,7 +132,7 @@ def shapes(
 def derive(
     records: list[dict[str, Any]],
     margin: float = 0.01,
-    plans: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    plans: Sequence[dict[str, Any]] = (),
 ) -> list[Derived]:
     rules = []
     for (family, inputs, elem), by_row in sorted(shapes(records, plans).items()):

@@ -6,6 +6,7 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
@@ -21,3 +22,20 @@ def load(name: str) -> ModuleType:
     sys.modules[key] = module
     spec.loader.exec_module(module)
     return module
+
+
+def meta_kernel(op: str, rows: int, cols: int) -> Any:
+    """The one kernel Inductor makes of bench/bench.py's forward `op` (rmsnorm, layernorm,
+    softmax) over bf16 rows of `cols`, captured on meta tensors for the fake H100 (rows this long
+    are gigabytes): its `Lowered` result."""
+    import torch
+
+    from tilec.frontend import Lowered
+    from tilec.frontend.capture import capture
+
+    weights = {"rmsnorm": 1, "layernorm": 2, "softmax": 0}[op]
+    inputs = [torch.empty(rows, cols, dtype=torch.bfloat16, device="meta")]
+    inputs += [torch.empty(cols, dtype=torch.bfloat16, device="meta") for _ in range(weights)]
+    (k,) = capture(load("bench").FUNCTIONS[op], inputs, strict=True)
+    assert isinstance(k.result, Lowered), k.result
+    return k.result

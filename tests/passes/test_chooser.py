@@ -6,13 +6,16 @@ import itertools
 import json
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
+from bench_scripts import load, meta_kernel
 
 from examples import example
-from tilec.ir import Kernel
+from tilec.inductor.autotune import split
 from tilec.passes.chooser import (
     NO_TABLE,
     RESULTS,
@@ -383,8 +386,6 @@ def test_a_table_derived_from_a_run_is_a_valid_table_for_its_gpu(monkeypatch: py
     chooser follows it there and the H100's table on the H100: where the two differ (softmax
     rows of 8 KiB: Gluon by the H100's rules, Triton by the 2026-11-22 suite alone), so do the
     plans."""
-    from bench_scripts import load
-
     tool = load("rules")
     run = "2026-11-22-suite"
     records = [json.loads(line) for line in (ROOT / RESULTS / run / "results.jsonl").read_text().splitlines()]
@@ -416,33 +417,6 @@ def test_a_table_derived_from_a_run_is_a_valid_table_for_its_gpu(monkeypatch: py
     assert "2026-11-22-suite" in on_test.reason
 
 
-def _long_row_kernel(name: str, rows: int, cols: int) -> Kernel:
-    """The kernel of a norm or softmax over bf16 rows of `cols`, traced on meta tensors (rows this
-    long are gigabytes)."""
-    from tilec.frontend import Lowered
-    from tilec.frontend.capture import capture
-
-    x = torch.empty(rows, cols, dtype=torch.bfloat16, device="meta")
-    w = torch.empty(cols, dtype=torch.bfloat16, device="meta")
-    fns = {
-        "rmsnorm": (
-            lambda x, w: (
-                x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
-            ).bfloat16(),
-            [x, w],
-        ),
-        "layernorm": (
-            lambda x, w: torch.nn.functional.layer_norm(x.float(), (cols,), w.float(), w.float()).bfloat16(),
-            [x, w],
-        ),
-        "softmax": (lambda x: torch.softmax(x.float(), -1).bfloat16(), [x]),
-    }
-    fn, inputs = fns[name]
-    (k,) = capture(fn, inputs, strict=True)
-    assert isinstance(k.result, Lowered)
-    return k.result.kernel
-
-
 @pytest.mark.parametrize(
     ("name", "rows", "cols", "expected", "plan"),
     [
@@ -461,11 +435,18 @@ def _long_row_kernel(name: str, rows: int, cols: int) -> Kernel:
 def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, expected: str, plan: str) -> None:
     """Rows of 32K elements and more: the Triton plan that measured best for the op and length on
     the H100 (bench/results/2026-11-25-long-rows), or stock where none beat it."""
-    choice = choose(_long_row_kernel(name, rows, cols), hopper=True)
+    choice = choose(meta_kernel(name, rows, cols).kernel, hopper=True)
     if expected == "stock":
         assert isinstance(choice, Decline) and "2026-11-25-long-rows" in choice.reason, choice
     else:
         assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (expected, plan), choice
+
+
+def _covering(table: Sequence[Any], signature: tuple[str, int, int], row_bytes: int) -> Any:
+    """The one rule (a chooser `Rule` or a derived one) of `table` for the (family, row inputs,
+    element bytes) `signature` that covers rows of `row_bytes`."""
+    (rule,) = [r for r in table if (r.family, r.row_inputs, r.elem_bytes) == signature and r.lo <= row_bytes < r.hi]
+    return rule
 
 
 def test_long_row_rules_are_what_the_tool_derives() -> None:
@@ -473,8 +454,6 @@ def test_long_row_rules_are_what_the_tool_derives() -> None:
     measured, the action and plan `bench/rules.py --plans` derives from that run (the bench's
     results and the plan survey's long.jsonl), quoting the same figures: the committed table is
     the tool's output there."""
-    from bench_scripts import load
-
     tool = load("rules")
     run = ROOT / RESULTS / "2026-11-25-long-rows"
     records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines() if line.strip()]
@@ -483,22 +462,8 @@ def test_long_row_rules_are_what_the_tool_derives() -> None:
     checked = 0
     for (family, inputs, elem), by_row in tool.shapes(records, plans).items():
         for row_bytes in by_row:
-            (d,) = [
-                d
-                for d in derived
-                if (d.family, d.row_inputs, d.elem_bytes) == (family, inputs, elem) and d.lo <= row_bytes < d.hi
-            ]
-            (rule,) = [
-                r
-                for r in RULES
-                if (r.family, r.row_inputs, r.elem_bytes) == (family, inputs, elem) and r.lo <= row_bytes < r.hi
-            ]
-            assert (rule.action, rule.plan, rule.figures) == (d.emitter, d.plan, d.figures), (
-                family,
-                row_bytes,
-                rule,
-                d,
-            )
+            d, rule = (_covering(table, (family, inputs, elem), row_bytes) for table in (derived, RULES))
+            assert (rule.action, rule.plan, rule.figures) == (*split(d.action), d.figures), (row_bytes, rule, d)
             assert rule.run == "2026-11-25-long-rows"
             checked += 1
     assert checked == 15  # three families at five row sizes
