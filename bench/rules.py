@@ -1,29 +1,32 @@
-"""The chooser's rules for a GPU, derived from a `tilec bench` run on it.
+"""The chooser's rules for a GPU, derived from measurements on it.
 
-    python bench/rules.py bench/results/RUN/results.jsonl [--plans bench/results/RUN/long.jsonl] [--margin 0.01]
+    python bench/rules.py --plans bench/results/RUN/plans.jsonl [--margin 0.01]
+    python bench/rules.py bench/results/RUN/results.jsonl [--plans bench/results/RUN/long.jsonl]
 
 prints a table of `tilec.passes.chooser.Rule`s (Python source) for the GPU the run measured, to
 be reviewed and committed as that GPU's entry of `chooser.TABLES`. Per reduction family (rmsnorm:
 `sum`, layernorm: `mean-var`, softmax; the residual-fused norms: two row inputs), element size
-(bf16: 2, fp32: 4) and row size (the bytes of a row): tilec's fastest emitter where it beats stock
-`torch.compile` by the margin on device time at every shape of that row size, else stock (a tie
-goes to stock, whose launch costs less). Neighbouring row sizes with the same action become one
-rule, from the smallest row size of the group to the next group's; the first starts at 0, the
+(bf16: 2, fp32: 4) and row size (the bytes of a row): tilec's fastest candidate where it beats
+stock `torch.compile` by the margin on device time at every shape of that row size, else stock (a
+tie goes to stock, whose launch costs less). Neighbouring row sizes with the same action become
+one rule, from the smallest row size of the group to the next group's; the first starts at 0, the
 last runs on. Each rule quotes the figures it rests on (device time, % of a same-size copy: "MxN
-gluon/triton vs compile") and names the run, as tests/passes/test_chooser.py checks.
+tilec vs compile") and names the run, as tests/passes/test_chooser.py checks.
 
-The run must hold `tilec-gluon` and/or `tilec-triton` beside `compile` (`tilec bench --impls
-tilec-gluon,tilec-triton,compile,copy`); shapes where any of them failed are left out. With
-`--plans`, the plans of a `bench/long_rows.py` survey on the same GPU (bf16, one row input) are
-candidates too, each as the Triton emitter with its plan options: a rule whose action is such a
-plan sets `plan=` and quotes that plan's figure ("MxN 99.8 vs 69.6"); any other rule over such
-shapes quotes tilec's fastest candidate there.
+The candidates come from a `tilec bench` run with `tilec-gluon` and/or `tilec-triton` beside
+`compile` (`tilec bench --impls tilec-gluon,tilec-triton,compile,copy`), from a plan survey
+(`bench/plans.py`, bf16, one row input: each emitter under each of its plans, with `compile`
+timed beside them), or both (a shape of both: the bench's figures for the emitters' heuristic
+plans and for compile). Shapes where compile or every candidate failed are left out. A rule
+whose action is a surveyed plan sets `plan=` and quotes that plan's figure ("MxN 99.8 vs 69.6");
+any other rule over surveyed shapes quotes tilec's fastest candidate there.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
@@ -34,8 +37,6 @@ from typing import Any
 from tilec.inductor.autotune import split
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from long_rows import PLANS  # bench/ is no package: its scripts import each other from it
 
 FAMILIES = {"rmsnorm": ("sum", 1), "layernorm": ("mean-var", 1), "softmax": ("softmax", 1)}
 FAMILIES |= {f"add_{op}": (family, 2) for op, (family, _) in list(FAMILIES.items()) if op != "softmax"}
@@ -55,7 +56,7 @@ class Shape:
     def candidates(self) -> dict[str, str]:
         """The tilec candidates measured: key in `ms` -> action ("gluon", "triton{plan}")."""
         found = {i: e for i, e in EMITTERS.items() if i in self.ms}
-        return found | {k: k for k in self.ms if k.startswith("triton{")}
+        return found | {k: k for k in self.ms if planned(k)}
 
     def fastest(self) -> str:
         """The key in `ms` of tilec's fastest candidate."""
@@ -69,9 +70,9 @@ class Shape:
     def figures(self, action: str = "") -> str:
         """ "MxN tilec vs compile": the plan's figure where the action is a plan; with a plan
         survey, tilec's fastest candidate's; else each emitter's ("gluon/triton")."""
-        if action.startswith("triton{"):
+        if planned(action):
             mine = f"{self.pct[action]:.1f}"
-        elif any(k.startswith("triton{") for k in self.ms):
+        elif any(planned(k) for k in self.ms):
             mine = f"{self.pct[self.fastest()]:.1f}"
         else:
             mine = "/".join(f"{self.pct[i]:.1f}" for i in EMITTERS if i in self.pct)
@@ -97,31 +98,47 @@ class Derived:
         return f"Rule({self.family!r}, {self.lo}, {hi}, {emitter!r}, {run!r}, {self.figures!r}{extra}),"
 
 
-def plan_of(record: dict[str, Any]) -> str:
-    """A long-row survey record's plan options: its `plan`, or (records written before the field)
-    those of the survey's plan of that name."""
-    return str(record["plan"]) if "plan" in record else PLANS[record["variant"]]
+def planned(key: str) -> bool:
+    """Whether `key` names an emitter with plan options ("triton{xblock=1,...}")."""
+    return split(key)[0] in EMITTERS.values() and bool(split(key)[1])
+
+
+# the plan names of a survey written before its records named their emitter and plan: the Triton
+# pipeline's heuristic plan, and one row a program in chunks of C over W warps
+OLD_PLAN = re.compile(r"c(\d+)-w(\d+)")
+
+
+def surveyed(record: dict[str, Any]) -> str:
+    """A plan survey record's key among a shape's implementations: "compile", an emitter's
+    heuristic plan ("tilec-gluon") or an emitter with plan options ("triton{xblock=1,...}")."""
+    if record["variant"] == "compile":
+        return "compile"
+    if "emitter" in record:
+        emitter, plan = record["emitter"], record["plan"]
+    elif record["variant"] == "def":
+        emitter, plan = "triton", ""
+    else:
+        c, w = OLD_PLAN.fullmatch(record["variant"]).groups()  # type: ignore[union-attr]
+        emitter, plan = "triton", f"xblock=1,chunk={c},num_warps={w}"
+    return f"{emitter}{{{plan}}}" if plan else f"tilec-{emitter}"
 
 
 def shapes(
     records: list[dict[str, Any]], plans: Sequence[dict[str, Any]] = ()
 ) -> dict[tuple[str, int, int], dict[int, list[Shape]]]:
     """(family, row inputs, element bytes) -> row bytes -> the shapes measured, each with every
-    implementation the rules compare (shapes where one failed or is missing are left out) and
-    the plans of `bench/long_rows.py` measured for that shape (bf16; the heuristic plan, "def",
-    stands for `tilec-triton` where the run has none)."""
+    implementation the rules compare: a bench run's `records` and a plan survey's `plans` (bf16;
+    the bench's figure first where both measured one)."""
     by_case: dict[tuple[str, int, int, str], dict[str, dict[str, float]]] = defaultdict(dict)
     for r in records:
         if r.get("ok") and r.get("device_ms") and r["op"] in FAMILIES and r["dtype"] in ELEM_BYTES:
             by_case[(r["op"], r["m"], r["n"], r["dtype"])][r["impl"]] = {"ms": r["device_ms"], "pct": r["device_pct"]}
     for r in plans:
-        if r.get("ms") and "error" not in r and r["op"] in FAMILIES and (r["op"], r["m"], r["n"], "bf16") in by_case:
-            impls = by_case[(r["op"], r["m"], r["n"], "bf16")]
-            plan = plan_of(r)
-            impls.setdefault(f"triton{{{plan}}}" if plan else "tilec-triton", {"ms": r["ms"], "pct": r["pct"]})
+        if r.get("ms") and "error" not in r and r.get("op") in FAMILIES:
+            by_case[(r["op"], r["m"], r["n"], "bf16")].setdefault(surveyed(r), {"ms": r["ms"], "pct": r["pct"]})
     out: dict[tuple[str, int, int], dict[int, list[Shape]]] = defaultdict(lambda: defaultdict(list))
     for (op, m, n, dtype), impls in sorted(by_case.items()):
-        if "compile" not in impls or not any(i in impls for i in EMITTERS):
+        if "compile" not in impls or not any(i in EMITTERS or planned(i) for i in impls):
             continue
         family, inputs = FAMILIES[op]
         shape = Shape(m, n, {i: v["ms"] for i, v in impls.items()}, {i: v["pct"] for i, v in impls.items()})
@@ -153,28 +170,31 @@ def derive(
     return rules
 
 
+def read(path: str | None) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()] if path else []
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("results", help="a tilec bench run's results.jsonl")
-    p.add_argument("--plans", help="a bench/long_rows.py survey's long.jsonl from the same GPU")
+    p.add_argument("results", nargs="?", help="a tilec bench run's results.jsonl")
+    p.add_argument("--plans", help="a plan survey's plans.jsonl (bench/plans.py) from the same GPU")
     p.add_argument("--margin", type=float, default=0.01, help="how much faster tilec must be (device time)")
     args = p.parse_args(argv)
-    path = Path(args.results).resolve()
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    plans = (
-        [json.loads(line) for line in Path(args.plans).read_text().splitlines() if line.strip()] if args.plans else []
-    )
-    gpus = {r.get("meta", {}).get("gpu") for r in records} - {None}
+    if not args.results and not args.plans:
+        p.error("give a tilec bench run's results.jsonl, a plan survey (--plans), or both")
+    records, plans = read(args.results), read(args.plans)
+    gpus = {r.get("meta", {}).get("gpu") for r in [*records, *plans]} - {None}
     if len(gpus) != 1:
         print(f"bench/rules.py: the run must come from one GPU, not {sorted(gpus) or 'none named'}", file=sys.stderr)
         return 2
+    path = Path(args.results or args.plans).resolve()
     try:
         run = str(path.parent.relative_to(RESULTS))
     except ValueError:
         run = str(path.parent)  # not committed yet: name the run's folder under bench/results/ before committing
     derived = derive(records, args.margin, plans)
     if not derived:
-        print("bench/rules.py: no shape holds compile and a tilec emitter", file=sys.stderr)
+        print("bench/rules.py: no shape holds compile and a tilec candidate", file=sys.stderr)
         return 2
     print(f"# {gpus.pop()}: derived by bench/rules.py from {run} (margin {args.margin:g})")
     for d in derived:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -225,24 +226,36 @@ def test_cluster_kernels_compile_for_hopper() -> None:
         assert r["stack_bytes"] == 0 and r["registers"] <= 128, r
 
 
-def test_long_row_plans_build_for_every_op() -> None:
-    """bench/long_rows.py's plans (the evidence of the chooser's long-row rules): each builds the
-    pipeline it names and emits Triton for every op at a row of 32768 and of 50257 (captured on
-    meta tensors: nothing runs), with the chunk and warps it names."""
+def test_surveyed_plans_build_for_every_op() -> None:
+    """bench/plans.py's plans (the evidence of the chooser's rules): each builds the pipeline it
+    names and emits its emitter's code for every op, at rows that fit one tile (1024, 16384) and
+    rows that loop (32768, 50257), captured on meta tensors (nothing runs), with the rows a
+    program, chunk and warps it names."""
+    from tilec.emit.gluon import emit_gluon
     from tilec.emit.triton import emit_triton
     from tilec.ir import parse, print_kernel
     from tilec.passes import run_pipeline
 
-    long_rows = load("long_rows")
-    assert long_rows.main(["--list"]) == 0
+    survey = load("plans")
+    assert survey.main(["--list"]) == 0
+    named = re.compile(r"(gluon|triton)-(?:x(\d+)|c(\d+))-w(\d+)")
     for op in ("rmsnorm", "layernorm", "softmax"):
-        for n in (32768, 50257):
+        for n in (1024, 16384, 32768, 50257):
             text = print_kernel(meta_kernel(op, 4096, n).kernel)
-            for name, plan in long_rows.PLANS.items():
+            surveyed = survey.plans(n)
+            assert len(surveyed) > 2 and ("gluon" in surveyed) == (n <= survey.TILE), (n, list(surveyed))
+            for name, (emitter, plan) in surveyed.items():
                 module = parse(text)
-                run_pipeline(module, long_rows.pipeline(plan))
+                run_pipeline(module, survey.pipeline(emitter, plan))
                 kernel = module.kernels[0]
-                assert "def triton_" in emit_triton(kernel).source
+                emit = emit_triton if emitter == "triton" else emit_gluon
+                assert f"def {emitter}_" in emit(kernel).source or "@gluon.jit" in emit(kernel).source, name
                 if plan:
-                    chunk, warps = (int(x) for x in name[1:].split("-w"))
-                    assert (kernel.constexprs["RBLOCK"], kernel.launch.num_warps) == (chunk, warps), (op, n, name)
+                    found = named.fullmatch(name)
+                    assert found is not None and found[1] == emitter, name
+                    xblock, chunk, warps = found[2], found[3], found[4]
+                    assert kernel.launch.num_warps == int(warps), (op, n, name)
+                    if xblock:
+                        assert kernel.constexprs["XBLOCK"] == int(xblock), (op, n, name)
+                    else:
+                        assert (kernel.constexprs["XBLOCK"], kernel.constexprs["RBLOCK"]) == (1, int(chunk)), name

@@ -1,0 +1,202 @@
+"""A plan survey: each op and shape's kernel under each plan of tilec's emitters, beside stock.
+
+    python bench/plans.py [--ops rmsnorm,layernorm,softmax] [--shapes 8192x65536,...] [--out DIR] [--jobs 12]
+    python bench/plans.py --list [--shapes ...]  # anywhere: each shape's plans, as pipelines
+
+For each op and shape (default: the forward suite's, one shape per row length, the one with the
+most rows), the kernel Inductor schedules is captured and run through each plan: an emitter's
+default pipeline with the plan's options on its `plan` pass. Rows that fit the Triton plan's one
+tile (16384 elements): both emitters' heuristic plans (`gluon`, `triton`) and, for each emitter,
+rows per program by warps (`gluon-x2-w8`: two rows a program over 8 warps). Longer rows: the
+Triton pipeline's heuristic plan (`triton`: 16 warps, chunks of 8192) and one row a program by
+chunk and warps (`triton-c8192-w32`). Every plan is emitted, compiled (`--jobs` at a time),
+launched, checked against an fp32 reference and timed (`tilec.runtime.timing.device_ms`: cold L2,
+the host kept out), as % of a same-size device-to-device copy timed the same way; stock
+`torch.compile` (record `compile`) is timed the same way beside them. bf16.
+
+Writes plans.jsonl to DIR: a first line `{"meta": {...}}` (GPU, versions, date), then a record per
+op, shape and plan (`emitter`, `plan`, `ms`, `pct`, or `error`). `python bench/rules.py --plans
+DIR/plans.jsonl` derives that GPU's chooser rules from it. The H100's long-row rules were read
+from such a survey of the Triton plans alone (bench/results/2026-11-25-long-rows, whose records
+name their plans `def` and `cC-wW`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from variants import arguments
+
+from bench import FUNCTIONS, SOFTMAX_EXTRA, SUITE, environment, make_inputs, model_bytes, parse_shapes, warm_up
+from tilec.passes.pipelines import with_plan
+
+OPS = ("rmsnorm", "layernorm", "softmax")
+# the longest row the Triton plan holds as one tile (its max_rblock); longer rows loop over chunks
+TILE = 16384
+# rows per program x row length, at most: a block this large stays in registers and shared memory
+BLOCK = 32768
+PIPELINES = {"gluon": "gluon-default", "triton": "triton-default"}
+
+
+def plans(n: int) -> dict[str, tuple[str, str]]:
+    """The plans surveyed for rows of `n` elements: name -> (emitter, plan options)."""
+    if n > TILE:
+        found = {"triton": ("triton", "")}
+        for w in (32, 16):
+            for c in (4096, 8192, 16384, 32768):
+                found[f"triton-c{c}-w{w}"] = ("triton", f"xblock=1,chunk={c},num_warps={w}")
+        return found
+    found = {e: (e, "") for e in PIPELINES}
+    for e in PIPELINES:
+        for x in (1, 2, 4, 8):
+            for w in (4, 8, 16):
+                if x * n <= BLOCK and x * n >= 4 * 32 * w:  # at least four elements a thread
+                    found[f"{e}-x{x}-w{w}"] = (e, f"xblock={x},num_warps={w}")
+    return found
+
+
+def pipeline(emitter: str, plan: str) -> str:
+    return with_plan(PIPELINES[emitter], plan) if plan else PIPELINES[emitter]
+
+
+def suite_shapes(op: str) -> list[tuple[int, int]]:
+    """The forward suite's shapes for `op`, one per row length: the one with the most rows."""
+    most: dict[int, int] = {}
+    for m, n in SUITE + (SOFTMAX_EXTRA if op == "softmax" else []):
+        most[n] = max(m, most.get(n, 0))
+    return sorted(((m, n) for n, m in most.items()), key=lambda s: s[1])
+
+
+def run(ops: list[str], shapes: list[tuple[int, int]] | None, out: Path, jobs: int) -> None:
+    import torch
+
+    import tilec
+    from tilec.emit.gluon import emit_gluon
+    from tilec.emit.triton import emit_triton
+    from tilec.frontend.capture import capture
+    from tilec.frontend.result import Lowered
+    from tilec.ir import parse, print_kernel
+    from tilec.passes import run_pipeline
+    from tilec.runtime import load_source
+    from tilec.runtime.timing import device_ms
+    from tilec.testing import assert_close
+
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
+    warm_up()
+    started = time.perf_counter()
+    with (out / "plans.jsonl").open("w") as jl:
+
+        def write(rec: dict[str, Any]) -> None:
+            print(json.dumps(rec), flush=True)
+            jl.write(json.dumps(rec) + "\n")
+            jl.flush()
+
+        write({"meta": environment()})
+        for op in ops:
+            for m, n in shapes or suite_shapes(op):
+                torch.manual_seed(0)
+                inputs = make_inputs(op, m, n, torch.bfloat16)
+                ref = FUNCTIONS[op](*[t.float() for t in inputs]).to(torch.bfloat16)
+                (captured,) = capture(FUNCTIONS[op], inputs, strict=True)
+                lowered = captured.result
+                assert isinstance(lowered, Lowered)
+                text = print_kernel(lowered.kernel)
+                written = next(a.param for a in lowered.args if a.access == "write")
+                src = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+                dst = torch.empty_like(src)
+                copy_gbps = 4 * m * n / device_ms(lambda s=src, d=dst: d.copy_(s), reps=20) / 1e6
+                del src, dst
+                nbytes = model_bytes(op, m, n, 2)
+
+                def pct(ms: float, nbytes: int = nbytes, copy_gbps: float = copy_gbps) -> float:
+                    return 100 * nbytes / ms / 1e6 / copy_gbps
+
+                built: dict[str, Any] = {}  # name -> (kernel, module) or the exception
+                for name, (emitter, plan) in plans(n).items():
+                    try:
+                        module = parse(text)
+                        run_pipeline(module, pipeline(emitter, plan))
+                        kernel = module.kernels[0]
+                        emit = emit_triton if emitter == "triton" else emit_gluon
+                        built[name] = (kernel, load_source(emit(kernel).source))
+                    except Exception as e:
+                        built[name] = e
+
+                compile_all(built, lowered, inputs, jobs)
+                torch.cuda.synchronize()
+                for name, (emitter, plan) in plans(n).items():
+                    rec: dict[str, Any] = {"op": op, "m": m, "n": n, "emitter": emitter, "variant": name, "plan": plan}
+                    try:
+                        if isinstance(built[name], Exception):
+                            raise built[name]
+                        kernel, launched = built[name]
+                        args, outs = arguments(lowered, inputs)
+                        launched.launch(*args)
+                        torch.cuda.synchronize()
+                        assert_close(outs[written].reshape(ref.shape), ref, torch.bfloat16, what=name)
+                        ms = device_ms(lambda lm=launched, a=args: lm.launch(*a), reps=20)
+                        rec.update(ms=ms, pct=pct(ms), cx=dict(kernel.constexprs), warps=kernel.launch.num_warps)
+                    except Exception as e:  # a plan that fails is a result too
+                        rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+                    write(rec)
+                rec = {"op": op, "m": m, "n": n, "variant": "compile"}
+                try:
+                    with tilec.config.patch(enabled=False):
+                        torch.compiler.reset()
+                        f = torch.compile(FUNCTIONS[op], dynamic=False)
+                        assert_close(f(*inputs), ref, torch.bfloat16, what="compile")
+                    ms = device_ms(lambda f=f, i=inputs: f(*i), reps=20)
+                    rec.update(ms=ms, pct=pct(ms))
+                except Exception as e:
+                    rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+                write(rec)
+                del inputs, built
+                print(f"# {op} {m}x{n} done at {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def compile_all(built: dict[str, Any], lowered: Any, inputs: list[Any], jobs: int) -> None:
+    """Launches each built plan once, `jobs` at a time: a first launch compiles, and compiles in
+    threads overlap. A failure is dropped: the timing loop launches again and records it."""
+    import torch
+
+    def first(name: str) -> None:
+        if not isinstance(built[name], Exception):
+            args, _ = arguments(lowered, inputs)
+            with contextlib.suppress(Exception):
+                built[name][1].launch(*args)
+
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(first, list(built)))
+    torch.cuda.synchronize()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bench/plans.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--ops", default=",".join(OPS))
+    p.add_argument("--shapes", type=parse_shapes, help="MxN,... (default: the suite's, one per row length)")
+    p.add_argument("--out", default="bench-out")
+    p.add_argument("--jobs", type=int, default=12, help="plans compiled at a time")
+    p.add_argument("--list", action="store_true", help="print each shape's plans as pipelines and exit (no GPU)")
+    args = p.parse_args(argv)
+    ops = args.ops.split(",")
+    if args.list:
+        for n in sorted({n for op in ops for _, n in args.shapes or suite_shapes(op)}):
+            for name, (emitter, plan) in plans(n).items():
+                print(f"N={n} {name}: {pipeline(emitter, plan)}")
+        return 0
+    run(ops, args.shapes, Path(args.out), args.jobs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
