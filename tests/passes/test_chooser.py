@@ -200,32 +200,59 @@ def test_forced_emitter_and_decline_off() -> None:
 
 
 def test_a_gpu_without_a_table_gets_no_other_gpus_rules() -> None:
-    """Rules hold for the GPU they were measured on: on the H200 (no table yet) a kernel the H100's
-    rules take is declined as unmeasured there, and the autotuner is asked for every kernel (it
-    times the candidates, with plans sized for the H200's bytes in flight); with decline off it is
-    taken."""
+    """Rules hold for the GPU they were measured on: on a GPU with no table (an H200-like one under
+    another name) a kernel the H100's rules take is declined as unmeasured there, and the
+    autotuner is asked for every kernel (it times the candidates, with plans sized for that GPU's
+    bytes in flight); with decline off it is taken."""
+    import dataclasses
     from types import SimpleNamespace
 
     from tilec.inductor import autotune
     from tilec.ir.target import H100, H200
 
-    assert set(TABLES) == {H100.name} and TABLES[H100.name] is RULES
+    assert set(TABLES) == {H100.name, H200.name} and TABLES[H100.name] is RULES
+    other = dataclasses.replace(H200, name="NVIDIA H200 NVL (no table)")
     k = example("softmax", 16, 4096).kernel()
     on_h100 = choose(k, hopper=True, gpu=H100.name)
     assert isinstance(on_h100, Choice) and on_h100.emitter == "gluon"
-    on_h200 = choose(k, hopper=True, gpu=H200.name)
-    assert isinstance(on_h200, Decline) and on_h200.reason.startswith(NO_TABLE) and H200.name in on_h200.reason
-    assert isinstance(choose(k, hopper=True, gpu=H200.name, forced="triton"), Decline)  # as an unmeasured kernel
-    forced = choose(k, hopper=True, gpu=H200.name, forced="triton", decline=False)
+    on_other = choose(k, hopper=True, gpu=other.name)
+    assert isinstance(on_other, Decline) and on_other.reason.startswith(NO_TABLE) and other.name in on_other.reason
+    assert isinstance(choose(k, hopper=True, gpu=other.name, forced="triton"), Decline)  # as an unmeasured kernel
+    forced = choose(k, hopper=True, gpu=other.name, forced="triton", decline=False)
     assert forced == Choice("triton", "tilec.config.emitter = 'triton'")
-    assert isinstance(choose(k, hopper=True, gpu=H200.name, decline=False), Choice)
+    assert isinstance(choose(k, hopper=True, gpu=other.name, decline=False), Choice)
     cuda = SimpleNamespace(type="cuda")
-    assert not autotune.wanted(cuda, H100) and autotune.wanted(cuda, H200)
-    assert not autotune.wanted(SimpleNamespace(type="cpu"), H200)
+    assert not autotune.wanted(cuda, H100) and not autotune.wanted(cuda, H200) and autotune.wanted(cuda, other)
+    assert not autotune.wanted(SimpleNamespace(type="cpu"), other)
     sized = "gluon{target_elems=8192}"
-    assert sized in autotune.candidates(True, None, True, True, H200)
+    assert sized in autotune.candidates(True, None, True, True, other)
     assert sized not in autotune.candidates(True, None, True, True, H100)
-    assert autotune.candidates(True, None, True, False, H200) == ["gluon", "triton", "stock"]  # pointwise
+    assert autotune.candidates(True, None, True, False, other) == ["gluon", "triton", "stock"]  # pointwise
+
+
+@pytest.mark.parametrize(
+    ("name", "cols", "h100", "h200"),
+    [
+        ("layernorm", 2048, ("gluon", "xblock=1,num_warps=4"), ("gluon", "xblock=4,num_warps=4")),
+        ("layernorm", 4096, ("gluon", "xblock=1,num_warps=4"), ("gluon", "xblock=2,num_warps=4")),
+        ("layernorm", 8192, "stock", ("gluon", "xblock=1,num_warps=4")),
+        ("layernorm", 512, "stock", "stock"),
+        ("rmsnorm", 4096, ("gluon", "xblock=1,num_warps=4"), ("triton", "xblock=4,num_warps=16")),
+        ("softmax", 4096, ("gluon", ""), ("triton", "xblock=2,num_warps=16")),
+        ("softmax", 512, "stock", ("triton", "xblock=4,num_warps=4")),
+        ("softmax", 16384, ("triton", ""), ("triton", "xblock=1,num_warps=4")),
+    ],
+)
+def test_the_h100_and_the_h200_get_their_own_plans(name: str, cols: int, h100: Any, h200: Any) -> None:
+    """Where the two GPUs' tables differ, so do the choices: each GPU's own measured plan (or
+    stock), by the GPU's name."""
+    from tilec.ir.target import H100, H200
+
+    k = example(name, 16 if cols < 8192 else 4096, cols).kernel()  # few long rows: a split reduction
+    for gpu, expected in ((H100.name, h100), (H200.name, h200)):
+        choice = choose(k, hopper=True, gpu=gpu)
+        got = "stock" if isinstance(choice, Decline) else (choice.emitter, choice.plan)
+        assert got == expected, (gpu, choice)
 
 
 def _overlapping(rules: tuple[Rule, ...]) -> list[tuple[Rule, Rule]]:
@@ -240,9 +267,10 @@ def _overlapping(rules: tuple[Rule, ...]) -> list[tuple[Rule, Rule]]:
 
 
 def test_rules_do_not_overlap() -> None:
-    for a in RULES:
-        assert a.lo < a.hi and a.action in ("gluon", "triton", "stock") and a.run and a.figures, a
-    assert not _overlapping(RULES)
+    for table in TABLES.values():
+        for a in table:
+            assert a.lo < a.hi and a.action in ("gluon", "triton", "stock") and a.run and a.figures, a
+        assert not _overlapping(table)
     # the check finds an overlap, and only within one family, element size and row inputs
     sums = (Rule("sum", 0, 4096, "stock", "r", "f"), Rule("sum", 2048, 8192, "gluon", "r", "f"))
     assert _overlapping(sums) == [sums]
@@ -301,7 +329,14 @@ def _unmatched(rule: Rule, measured: dict[Key, list[float]]) -> list[str]:
     return missing
 
 
-@pytest.mark.parametrize("rule", RULES, ids=lambda r: f"{r.family}-{r.elem_bytes}B-{r.row_inputs}in-{r.lo}")
+ALL_RULES = [(gpu, r) for gpu, table in TABLES.items() for r in table]
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [r for _, r in ALL_RULES],
+    ids=[f"{g.split()[1]}-{r.family}-{r.elem_bytes}B-{r.row_inputs}in-{r.lo}" for g, r in ALL_RULES],
+)
 def test_rules_name_a_committed_run_that_holds_their_figures(rule: Rule) -> None:
     results = ROOT / RESULTS
     run = results / rule.run
@@ -336,10 +371,11 @@ def test_reasons_name_the_run_and_quote_its_figures() -> None:
 def test_measured_families_are_covered_at_every_row_size() -> None:
     """For what was measured (the forward norms and softmax over bf16/fp16 rows), every row size
     has a rule: no measured family falls through to the unmeasured decline."""
-    for family in ("sum", "mean-var", "softmax"):
-        ranges = sorted((r.lo, r.hi) for r in RULES if (r.family, r.elem_bytes, r.row_inputs) == (family, 2, 1))
-        assert ranges[0][0] == 0 and ranges[-1][1] == 2**62, (family, ranges)
-        assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges)), (family, ranges)
+    for gpu, table in TABLES.items():
+        for family in ("sum", "mean-var", "softmax"):
+            ranges = sorted((r.lo, r.hi) for r in table if (r.family, r.elem_bytes, r.row_inputs) == (family, 2, 1))
+            assert ranges[0][0] == 0 and ranges[-1][1] == 2**62, (gpu, family, ranges)
+            assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges)), (gpu, family, ranges)
 
 
 @pytest.mark.parametrize(
@@ -467,3 +503,20 @@ def test_long_row_rules_are_what_the_tool_derives() -> None:
             assert rule.run == "2026-11-25-long-rows"
             checked += 1
     assert checked == 15  # three families at five row sizes
+
+
+def test_the_h200_table_is_what_the_tool_derives() -> None:
+    """The H200's table is `bench/rules.py --plans` on its plan survey, rule for rule (action,
+    plan, range, figures, run): what the survey measured, nothing edited."""
+    from tilec.ir.target import H200
+
+    tool = load("rules")
+    run = "2026-11-26-h200-plans"
+    survey = ROOT / RESULTS / run / "plans.jsonl"
+    plans = [json.loads(line) for line in survey.read_text().splitlines() if line.strip()]
+    derived = tool.derive([], plans=plans)
+    rules = tuple(
+        Rule(d.family, d.lo, d.hi, *split(d.action)[:1], run, d.figures, plan=split(d.action)[1]) for d in derived
+    )
+    assert TABLES[H200.name] == rules
+    assert tool.main(["--plans", str(survey)]) == 0

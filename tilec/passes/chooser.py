@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 from tilec.ir.core import Kernel, Value, defining_op
 from tilec.ir.ops.memory import LoadOp
-from tilec.ir.target import DEFAULT, H100
+from tilec.ir.target import DEFAULT, H100, H200
 from tilec.ir.types import TileType
 from tilec.passes.plan import reads_columns, reduction_numel, widest_row_load_bytes, x_numel
 from tilec.passes.rewrite import const_value
@@ -421,11 +421,172 @@ def signature(kernel: Kernel) -> Signature:
     return Signature(_family(kernel), x_numel(kernel), n, n * elem if n else 0, _row_inputs(kernel), elem, random)
 
 
-# The tables of rules, by the GPU they were measured on (the name its driver gives it): a rule holds
-# for that GPU only. The H200 has the H100's SMs and 1.4x its bandwidth, and H100 rules measured
-# below a copy's speed there (bytes in flight: docs/performance.md); a GPU without a table of its
-# own gets the autotuner (tilec.inductor.policy), and stock Inductor where it cannot time.
-TABLES: dict[str, tuple[Rule, ...]] = {H100.name: RULES}
+# The H200 (the H100's SMs, 1.4x its bandwidth: more bytes must be in flight per SM), bf16 rows of
+# one input: what `bench/rules.py --plans` derives from the plan survey of both emitters
+# (bench/plans.py) in the run named, verbatim. Device time, % of a same-size copy, "MxN plan vs
+# compile", the plan being tilec's fastest of the survey's (up to 26 a row length) and the
+# one the rule sets. LayerNorm rows of 2048-8192 elements measured best at 8192 elements a
+# program (rows per program x row length) where the H100's take one row a program: more bytes in
+# flight (docs/performance.md). fp32 rows and the residual-fused norms were not measured here:
+# stock keeps them.
+H200_RULES: tuple[Rule, ...] = (
+    Rule("mean-var", 0, 4096, "stock", "2026-11-26-h200-plans", "32768x512 87.1 vs 96.3; 65536x1024 95.0 vs 98.6"),
+    Rule(
+        "mean-var", 4096, 8192, "gluon", "2026-11-26-h200-plans", "32768x2048 94.0 vs 64.9", plan="xblock=4,num_warps=4"
+    ),
+    Rule(
+        "mean-var",
+        8192,
+        16384,
+        "gluon",
+        "2026-11-26-h200-plans",
+        "32768x4096 93.8 vs 68.3",
+        plan="xblock=2,num_warps=4",
+    ),
+    Rule(
+        "mean-var",
+        16384,
+        32768,
+        "gluon",
+        "2026-11-26-h200-plans",
+        "16384x8192 95.3 vs 86.9",
+        plan="xblock=1,num_warps=4",
+    ),
+    Rule(
+        "mean-var", 32768, 131072, "stock", "2026-11-26-h200-plans", "16384x16384 91.1 vs 99.9; 4096x32768 72.1 vs 73.1"
+    ),
+    Rule(
+        "mean-var",
+        131072,
+        262144,
+        "triton",
+        "2026-11-26-h200-plans",
+        "8192x65536 67.3 vs 58.3",
+        plan="xblock=1,chunk=32768,num_warps=32",
+    ),
+    Rule(
+        "mean-var",
+        262144,
+        2**62,
+        "stock",
+        "2026-11-26-h200-plans",
+        "4096x131072 60.1 vs 61.9; 2048x262144 52.4 vs 54.2",
+    ),
+    Rule("softmax", 0, 2048, "triton", "2026-11-26-h200-plans", "32768x512 97.2 vs 91.7", plan="xblock=4,num_warps=4"),
+    Rule(
+        "softmax",
+        2048,
+        4096,
+        "triton",
+        "2026-11-26-h200-plans",
+        "65536x1024 100.6 vs 98.9",
+        plan="xblock=2,num_warps=4",
+    ),
+    Rule(
+        "softmax", 4096, 8192, "triton", "2026-11-26-h200-plans", "32768x2048 99.1 vs 41.7", plan="xblock=1,num_warps=4"
+    ),
+    Rule(
+        "softmax",
+        8192,
+        16384,
+        "triton",
+        "2026-11-26-h200-plans",
+        "32768x4096 97.1 vs 41.2",
+        plan="xblock=2,num_warps=16",
+    ),
+    Rule(
+        "softmax",
+        16384,
+        32768,
+        "triton",
+        "2026-11-26-h200-plans",
+        "16384x8192 98.8 vs 41.9",
+        plan="xblock=1,num_warps=16",
+    ),
+    Rule(
+        "softmax",
+        32768,
+        65536,
+        "triton",
+        "2026-11-26-h200-plans",
+        "16384x16384 98.5 vs 45.4",
+        plan="xblock=1,num_warps=4",
+    ),
+    Rule(
+        "softmax",
+        65536,
+        100514,
+        "triton",
+        "2026-11-26-h200-plans",
+        "4096x32768 77.8 vs 46.0",
+        plan="xblock=1,chunk=16384,num_warps=16",
+    ),
+    Rule(
+        "softmax",
+        100514,
+        131072,
+        "triton",
+        "2026-11-26-h200-plans",
+        "32768x50257 51.7 vs 35.9",
+        plan="xblock=1,chunk=8192,num_warps=16",
+    ),
+    Rule(
+        "softmax",
+        131072,
+        262144,
+        "triton",
+        "2026-11-26-h200-plans",
+        "8192x65536 74.9 vs 47.6",
+        plan="xblock=1,chunk=16384,num_warps=16",
+    ),
+    Rule(
+        "softmax",
+        262144,
+        524288,
+        "triton",
+        "2026-11-26-h200-plans",
+        "8192x131072 71.2 vs 47.7",
+        plan="xblock=1,chunk=32768,num_warps=16",
+    ),
+    Rule(
+        "softmax",
+        524288,
+        2**62,
+        "triton",
+        "2026-11-26-h200-plans",
+        "2048x262144 63.5 vs 47.0",
+        plan="xblock=1,chunk=16384,num_warps=16",
+    ),
+    Rule("sum", 0, 4096, "stock", "2026-11-26-h200-plans", "32768x512 99.2 vs 100.2; 65536x1024 100.3 vs 99.7"),
+    Rule("sum", 4096, 8192, "triton", "2026-11-26-h200-plans", "32768x2048 99.8 vs 86.7", plan="xblock=1,num_warps=4"),
+    Rule(
+        "sum", 8192, 16384, "triton", "2026-11-26-h200-plans", "32768x4096 99.5 vs 88.3", plan="xblock=4,num_warps=16"
+    ),
+    Rule("sum", 16384, 65536, "stock", "2026-11-26-h200-plans", "16384x8192 98.6 vs 100.4; 16384x16384 98.7 vs 99.6"),
+    Rule(
+        "sum",
+        65536,
+        262144,
+        "triton",
+        "2026-11-26-h200-plans",
+        "4096x32768 99.4 vs 97.4; 8192x65536 95.8 vs 69.3",
+        plan="xblock=1,chunk=8192,num_warps=32",
+    ),
+    Rule(
+        "sum",
+        262144,
+        2**62,
+        "triton",
+        "2026-11-26-h200-plans",
+        "4096x131072 78.8 vs 64.9; 2048x262144 66.7 vs 64.0",
+        plan="xblock=1,chunk=32768,num_warps=32",
+    ),
+)
+
+# Tables by GPU (the driver's name for it: `torch.cuda.get_device_properties(i).name`): rules hold
+# for that GPU only. A GPU without a table of its own gets the autotuner (tilec.inductor.policy),
+# and stock Inductor where it cannot time.
+TABLES: dict[str, tuple[Rule, ...]] = {H100.name: RULES, H200.name: H200_RULES}
 
 # Why a kernel stays stock on a GPU no table describes, when the autotuner could not decide.
 NO_TABLE = "no measurement was made on this GPU"
