@@ -1,21 +1,21 @@
 """A plan survey: each op and shape's kernel under each plan of tilec's emitters, beside stock.
 
-    python bench/plans.py [--ops rmsnorm,layernorm,softmax] [--shapes 8192x65536,...] [--out DIR] [--jobs 12]
-    python bench/plans.py --list [--shapes ...]  # anywhere: each shape's plans, as pipelines
+    python bench/plans.py [--ops rmsnorm,...] [--dtype bf16,fp32] [--shapes 8192x65536,...] [--out DIR] [--jobs 12]
+    python bench/plans.py --list [--shapes ...]  # anywhere: each row length's plans, as pipelines
 
-For each op and shape (default: the forward suite's, one shape per row length, the one with the
-most rows), the kernel Inductor schedules is captured and run through each plan: an emitter's
-default pipeline with the plan's options on its `plan` pass. Rows that fit the Triton plan's one
+For each op, dtype and shape (default: the forward suite's), the kernel Inductor schedules is
+captured and run through each plan: an emitter's default pipeline with the plan's options on its `plan` pass. Rows that fit the Triton plan's one
 tile (16384 elements): both emitters' heuristic plans (`gluon`, `triton`) and, for each emitter,
 rows per program by warps (`gluon-x2-w8`: two rows a program over 8 warps). Longer rows: the
 Triton pipeline's heuristic plan (`triton`: 16 warps, chunks of 8192) and one row a program by
 chunk and warps (`triton-c8192-w32`). Every plan is emitted, compiled (`--jobs` at a time),
 launched, checked against an fp32 reference and timed (`tilec.runtime.timing.device_ms`: cold L2,
 the host kept out), as % of a same-size device-to-device copy timed the same way; stock
-`torch.compile` (record `compile`) is timed the same way beside them. bf16.
+`torch.compile` (record `compile`) is timed the same way beside them. bf16 at every suite shape,
+fp32 at the suite's two (`--dtype`).
 
 Writes plans.jsonl to DIR: a first line `{"meta": {...}}` (GPU, versions, date), then a record per
-op, shape and plan (`emitter`, `plan`, `ms`, `pct`, or `error`). `python bench/rules.py --plans
+op, dtype, shape and plan (`emitter`, `plan`, `ms`, `pct`, or `error`). `python bench/rules.py --plans
 DIR/plans.jsonl` derives that GPU's chooser rules from it. The H100's long-row rules were read
 from such a survey of the Triton plans alone (bench/results/2026-11-25-long-rows, whose records
 name their plans `def` and `cC-wW`).
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import sys
 import time
@@ -36,7 +37,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from variants import arguments
 
-from bench import FUNCTIONS, SOFTMAX_EXTRA, SUITE, environment, make_inputs, model_bytes, parse_shapes, warm_up
+from bench import (
+    FUNCTIONS,
+    OTHER_DTYPE_SHAPES,
+    SOFTMAX_EXTRA,
+    SUITE,
+    environment,
+    make_inputs,
+    model_bytes,
+    parse_shapes,
+    warm_up,
+)
 from tilec.passes.pipelines import with_plan
 
 OPS = ("rmsnorm", "layernorm", "softmax")
@@ -48,7 +59,8 @@ PIPELINES = {"gluon": "gluon-default", "triton": "triton-default"}
 
 
 def plans(n: int) -> dict[str, tuple[str, str]]:
-    """The plans surveyed for rows of `n` elements: name -> (emitter, plan options)."""
+    """The plans surveyed for rows of `n` elements: name -> (emitter, plan options). 32 warps only
+    for rows of 8192 and more (a block of fewer than four elements a thread wastes the rest)."""
     if n > TILE:
         found = {"triton": ("triton", "")}
         for w in (32, 16):
@@ -58,8 +70,8 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
     found = {e: (e, "") for e in PIPELINES}
     for e in PIPELINES:
         for x in (1, 2, 4, 8):
-            for w in (4, 8, 16):
-                if x * n <= BLOCK and x * n >= 4 * 32 * w:  # at least four elements a thread
+            for w in (4, 8, 16, 32):
+                if x * n <= BLOCK and x * n >= 4 * 32 * w and (w < 32 or n >= 8192):  # at least four elements a thread
                     found[f"{e}-x{x}-w{w}"] = (e, f"xblock={x},num_warps={w}")
     return found
 
@@ -68,21 +80,20 @@ def pipeline(emitter: str, plan: str) -> str:
     return with_plan(PIPELINES[emitter], plan) if plan else PIPELINES[emitter]
 
 
-def suite_shapes(op: str) -> list[tuple[int, int]]:
-    """The forward suite's shapes for `op`, one per row length: the one with the most rows."""
-    most: dict[int, int] = {}
-    for m, n in SUITE + (SOFTMAX_EXTRA if op == "softmax" else []):
-        most[n] = max(m, most.get(n, 0))
-    return sorted(((m, n) for n, m in most.items()), key=lambda s: s[1])
+def suite_shapes(op: str, dtype: str) -> list[tuple[int, int]]:
+    """The forward suite's shapes for `op` in `dtype` (bf16: all; fp32: two), by row length."""
+    shapes = SUITE + (SOFTMAX_EXTRA if op == "softmax" else []) if dtype == "bf16" else OTHER_DTYPE_SHAPES
+    return sorted(shapes, key=lambda s: (s[1], s[0]))
 
 
-def run(ops: list[str], shapes: list[tuple[int, int]] | None, out: Path, jobs: int) -> None:
+def run(ops: list[str], dtypes: list[str], shapes: list[tuple[int, int]] | None, out: Path, jobs: int) -> None:
     import torch
 
     import tilec
     from tilec.emit.gluon import emit_gluon
     from tilec.emit.triton import emit_triton
     from tilec.frontend.capture import capture
+    from tilec.frontend.dtypes import DTYPE_ALIASES
     from tilec.frontend.result import Lowered
     from tilec.ir import parse, print_kernel
     from tilec.passes import run_pipeline
@@ -102,21 +113,23 @@ def run(ops: list[str], shapes: list[tuple[int, int]] | None, out: Path, jobs: i
             jl.flush()
 
         write({"meta": environment()})
-        for op in ops:
-            for m, n in shapes or suite_shapes(op):
+        for op, dtype in itertools.product(ops, dtypes):
+            torch_dtype = DTYPE_ALIASES[dtype]
+            for m, n in shapes or suite_shapes(op, dtype):
                 torch.manual_seed(0)
-                inputs = make_inputs(op, m, n, torch.bfloat16)
-                ref = FUNCTIONS[op](*[t.float() for t in inputs]).to(torch.bfloat16)
+                inputs = make_inputs(op, m, n, torch_dtype)
+                ref = FUNCTIONS[op](*[t.float() for t in inputs]).to(torch_dtype)
                 (captured,) = capture(FUNCTIONS[op], inputs, strict=True)
                 lowered = captured.result
                 assert isinstance(lowered, Lowered)
                 text = print_kernel(lowered.kernel)
                 written = next(a.param for a in lowered.args if a.access == "write")
-                src = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+                src = torch.empty(m, n, device="cuda", dtype=torch_dtype)
                 dst = torch.empty_like(src)
-                copy_gbps = 4 * m * n / device_ms(lambda s=src, d=dst: d.copy_(s), reps=20) / 1e6
+                size = src.element_size()
+                copy_gbps = 2 * size * m * n / device_ms(lambda s=src, d=dst: d.copy_(s), reps=20) / 1e6
                 del src, dst
-                nbytes = model_bytes(op, m, n, 2)
+                nbytes = model_bytes(op, m, n, size)
 
                 def pct(ms: float, nbytes: int = nbytes, copy_gbps: float = copy_gbps) -> float:
                     return 100 * nbytes / ms / 1e6 / copy_gbps
@@ -135,7 +148,15 @@ def run(ops: list[str], shapes: list[tuple[int, int]] | None, out: Path, jobs: i
                 compile_all(built, lowered, inputs, jobs)
                 torch.cuda.synchronize()
                 for name, (emitter, plan) in plans(n).items():
-                    rec: dict[str, Any] = {"op": op, "m": m, "n": n, "emitter": emitter, "variant": name, "plan": plan}
+                    rec: dict[str, Any] = {
+                        "op": op,
+                        "m": m,
+                        "n": n,
+                        "dtype": dtype,
+                        "emitter": emitter,
+                        "variant": name,
+                    }
+                    rec["plan"] = plan
                     try:
                         if isinstance(built[name], Exception):
                             raise built[name]
@@ -143,25 +164,25 @@ def run(ops: list[str], shapes: list[tuple[int, int]] | None, out: Path, jobs: i
                         args, outs = arguments(lowered, inputs)
                         launched.launch(*args)
                         torch.cuda.synchronize()
-                        assert_close(outs[written].reshape(ref.shape), ref, torch.bfloat16, what=name)
+                        assert_close(outs[written].reshape(ref.shape), ref, torch_dtype, what=name)
                         ms = device_ms(lambda lm=launched, a=args: lm.launch(*a), reps=20)
                         rec.update(ms=ms, pct=pct(ms), cx=dict(kernel.constexprs), warps=kernel.launch.num_warps)
                     except Exception as e:  # a plan that fails is a result too
                         rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
                     write(rec)
-                rec = {"op": op, "m": m, "n": n, "variant": "compile"}
+                rec = {"op": op, "m": m, "n": n, "dtype": dtype, "variant": "compile"}
                 try:
                     with tilec.config.patch(enabled=False):
                         torch.compiler.reset()
                         f = torch.compile(FUNCTIONS[op], dynamic=False)
-                        assert_close(f(*inputs), ref, torch.bfloat16, what="compile")
+                        assert_close(f(*inputs), ref, torch_dtype, what="compile")
                     ms = device_ms(lambda f=f, i=inputs: f(*i), reps=20)
                     rec.update(ms=ms, pct=pct(ms))
                 except Exception as e:
                     rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
                 write(rec)
                 del inputs, built
-                print(f"# {op} {m}x{n} done at {time.perf_counter() - started:.0f} s", flush=True)
+                print(f"# {op} {m}x{n} {dtype} done at {time.perf_counter() - started:.0f} s", flush=True)
 
 
 def compile_all(built: dict[str, Any], lowered: Any, inputs: list[Any], jobs: int) -> None:
@@ -183,6 +204,7 @@ def compile_all(built: dict[str, Any], lowered: Any, inputs: list[Any], jobs: in
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench/plans.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--ops", default=",".join(OPS))
+    p.add_argument("--dtype", default="bf16,fp32", help="comma-separated, of bf16, fp16, fp32 (fp32: two shapes)")
     p.add_argument("--shapes", type=parse_shapes, help="MxN,... (default: the suite's, one per row length)")
     p.add_argument("--out", default="bench-out")
     p.add_argument("--jobs", type=int, default=12, help="plans compiled at a time")
@@ -190,11 +212,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     ops = args.ops.split(",")
     if args.list:
-        for n in sorted({n for op in ops for _, n in args.shapes or suite_shapes(op)}):
+        dtypes = args.dtype.split(",")
+        for n in sorted({n for op in ops for d in dtypes for _, n in args.shapes or suite_shapes(op, d)}):
             for name, (emitter, plan) in plans(n).items():
                 print(f"N={n} {name}: {pipeline(emitter, plan)}")
         return 0
-    run(ops, args.shapes, Path(args.out), args.jobs)
+    run(ops, args.dtype.split(","), args.shapes, Path(args.out), args.jobs)
     return 0
 
 

@@ -6,17 +6,17 @@
 prints a table of `tilec.passes.chooser.Rule`s (Python source) for the GPU the run measured, to
 be reviewed and committed as that GPU's entry of `chooser.TABLES`. Per reduction family (rmsnorm:
 `sum`, layernorm: `mean-var`, softmax; the residual-fused norms: two row inputs), element size
-(bf16: 2, fp32: 4) and row size (the bytes of a row): tilec's fastest candidate where it beats
-stock `torch.compile` by the margin on device time at every shape of that row size, else stock (a
-tie goes to stock, whose launch costs less). Neighbouring row sizes with the same action become
+(bf16: 2, fp32: 4) and row size (the bytes of a row): of tilec's candidates that beat stock
+`torch.compile` by the margin on device time at every shape of that row size, the fastest over
+them (geometric mean), else stock (a tie goes to stock, whose launch costs less). Neighbouring row sizes with the same action become
 one rule, from the smallest row size of the group to the next group's; the first starts at 0, the
 last runs on. Each rule quotes the figures it rests on (device time, % of a same-size copy: "MxN
 tilec vs compile") and names the run, as tests/passes/test_chooser.py checks.
 
 The candidates come from a `tilec bench` run with `tilec-gluon` and/or `tilec-triton` beside
 `compile` (`tilec bench --impls tilec-gluon,tilec-triton,compile,copy`), from a plan survey
-(`bench/plans.py`, bf16, one row input: each emitter under each of its plans, with `compile`
-timed beside them), or both (a shape of both: the bench's figures for the emitters' heuristic
+(`bench/plans.py`, one row input: each emitter under each of its plans, with `compile` timed
+beside them), or both (a shape of both: the bench's figures for the emitters' heuristic
 plans and for compile). Shapes where compile or every candidate failed are left out. A rule
 whose action is a surveyed plan sets `plan=` and quotes that plan's figure ("MxN 99.8 vs 69.6");
 any other rule over surveyed shapes quotes tilec's fastest candidate there.
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from collections import defaultdict
@@ -62,21 +63,25 @@ class Shape:
         """The key in `ms` of tilec's fastest candidate."""
         return min(self.candidates(), key=lambda k: self.ms[k])
 
-    def action(self, margin: float) -> str:
-        """tilec's fastest candidate where it beats compile by `margin`, else "stock"."""
-        best = self.fastest()
-        return self.candidates()[best] if self.ms[best] <= (1 - margin) * self.ms["compile"] else "stock"
-
-    def figures(self, action: str = "") -> str:
-        """ "MxN tilec vs compile": the plan's figure where the action is a plan; with a plan
-        survey, tilec's fastest candidate's; else each emitter's ("gluon/triton")."""
-        if planned(action):
-            mine = f"{self.pct[action]:.1f}"
-        elif any(planned(k) for k in self.ms):
-            mine = f"{self.pct[self.fastest()]:.1f}"
+    def figures(self, chosen: str | None = None) -> str:
+        """ "MxN tilec vs compile": with a plan survey, the `chosen` candidate's figure (where
+        none is, tilec's fastest candidate's); else each emitter's ("gluon/triton")."""
+        if any(planned(k) for k in self.ms):
+            mine = f"{self.pct[chosen or self.fastest()]:.1f}"
         else:
             mine = "/".join(f"{self.pct[i]:.1f}" for i in EMITTERS if i in self.pct)
         return f"{self.m}x{self.n} {mine} vs {self.pct['compile']:.1f}"
+
+
+def chosen(measured: list[Shape], margin: float) -> str | None:
+    """The candidate a row size takes, from its shapes: of those measured at every shape and
+    faster than compile by `margin` at every one, the fastest over them all (the geometric mean
+    of its speedups; of equals, the first measured); None where no candidate is."""
+    keys = [k for k in measured[0].candidates() if all(k in s.ms for s in measured)]  # in the order measured
+    winners = [k for k in keys if all(s.ms[k] <= (1 - margin) * s.ms["compile"] for s in measured)]
+    if not winners:
+        return None
+    return max(winners, key=lambda k: sum(math.log(s.ms["compile"] / s.ms[k]) for s in measured))
 
 
 @dataclass
@@ -127,15 +132,17 @@ def shapes(
     records: list[dict[str, Any]], plans: Sequence[dict[str, Any]] = ()
 ) -> dict[tuple[str, int, int], dict[int, list[Shape]]]:
     """(family, row inputs, element bytes) -> row bytes -> the shapes measured, each with every
-    implementation the rules compare: a bench run's `records` and a plan survey's `plans` (bf16;
-    the bench's figure first where both measured one)."""
+    implementation the rules compare: a bench run's `records` and a plan survey's `plans` (the
+    bench's figure first where both measured one; a survey record without a dtype is bf16)."""
     by_case: dict[tuple[str, int, int, str], dict[str, dict[str, float]]] = defaultdict(dict)
     for r in records:
         if r.get("ok") and r.get("device_ms") and r["op"] in FAMILIES and r["dtype"] in ELEM_BYTES:
             by_case[(r["op"], r["m"], r["n"], r["dtype"])][r["impl"]] = {"ms": r["device_ms"], "pct": r["device_pct"]}
     for r in plans:
         if r.get("ms") and "error" not in r and r.get("op") in FAMILIES:
-            by_case[(r["op"], r["m"], r["n"], "bf16")].setdefault(surveyed(r), {"ms": r["ms"], "pct": r["pct"]})
+            case = (r["op"], r["m"], r["n"], r.get("dtype", "bf16"))
+            if case[3] in ELEM_BYTES:
+                by_case[case].setdefault(surveyed(r), {"ms": r["ms"], "pct": r["pct"]})
     out: dict[tuple[str, int, int], dict[int, list[Shape]]] = defaultdict(lambda: defaultdict(list))
     for (op, m, n, dtype), impls in sorted(by_case.items()):
         if "compile" not in impls or not any(i in EMITTERS or planned(i) for i in impls):
@@ -153,19 +160,18 @@ def derive(
 ) -> list[Derived]:
     rules = []
     for (family, inputs, elem), by_row in sorted(shapes(records, plans).items()):
-        groups: list[tuple[int, str, list[Shape]]] = []  # (smallest row bytes, action, shapes)
+        groups: list[tuple[int, str, list[tuple[Shape, str | None]]]] = []  # (smallest row bytes, action, shapes)
         for row_bytes in sorted(by_row):
             measured = by_row[row_bytes]
-            actions = {s.action(margin) for s in measured}
-            # tilec only where it wins at every shape of the row size, with one emitter
-            action = actions.pop() if len(actions) == 1 else "stock"
+            key = chosen(measured, margin)
+            action = measured[0].candidates()[key] if key else "stock"
             if groups and groups[-1][1] == action:
-                groups[-1][2].extend(measured)
+                groups[-1][2].extend((s, key) for s in measured)
             else:
-                groups.append((row_bytes, action, list(measured)))
-        for k, (lo, action, measured) in enumerate(groups):
+                groups.append((row_bytes, action, [(s, key) for s in measured]))
+        for k, (lo, action, shaped) in enumerate(groups):
             hi = groups[k + 1][0] if k + 1 < len(groups) else END
-            figures = "; ".join(s.figures(action) for s in measured)
+            figures = "; ".join(s.figures(key) for s, key in shaped)
             rules.append(Derived(family, inputs, elem, 0 if k == 0 else lo, hi, action, figures))
     return rules
 
