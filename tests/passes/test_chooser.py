@@ -238,9 +238,9 @@ def test_a_gpu_without_a_table_gets_no_other_gpus_rules() -> None:
         ("layernorm", 8192, "stock", ("gluon", "xblock=1,num_warps=4")),
         ("layernorm", 512, "stock", "stock"),
         ("rmsnorm", 4096, ("gluon", "xblock=1,num_warps=4"), ("triton", "xblock=4,num_warps=16")),
-        ("softmax", 4096, ("gluon", ""), ("triton", "xblock=2,num_warps=16")),
+        ("softmax", 4096, ("gluon", ""), ("triton", "xblock=1,num_warps=4")),
         ("softmax", 512, "stock", ("triton", "xblock=4,num_warps=4")),
-        ("softmax", 16384, ("triton", ""), ("triton", "xblock=1,num_warps=4")),
+        ("softmax", 16384, ("triton", ""), ("triton", "xblock=1,num_warps=8")),
     ],
 )
 def test_the_h100_and_the_h200_get_their_own_plans(name: str, cols: int, h100: Any, h200: Any) -> None:
@@ -511,12 +511,23 @@ def test_the_h200_table_is_what_the_tool_derives() -> None:
     from tilec.ir.target import H200
 
     tool = load("rules")
-    run = "2026-11-26-h200-plans"
+    run = "2026-11-26-h200-survey"
     survey = ROOT / RESULTS / run / "plans.jsonl"
     plans = [json.loads(line) for line in survey.read_text().splitlines() if line.strip()]
     derived = tool.derive([], plans=plans)
     rules = tuple(
-        Rule(d.family, d.lo, d.hi, *split(d.action)[:1], run, d.figures, plan=split(d.action)[1]) for d in derived
+        Rule(
+            d.family,
+            d.lo,
+            d.hi,
+            split(d.action)[0],
+            run,
+            d.figures,
+            plan=split(d.action)[1],
+            elem_bytes=d.elem_bytes,
+            row_inputs=d.row_inputs,
+        )
+        for d in derived
     )
     assert TABLES[H200.name] == rules
     assert tool.main(["--plans", str(survey)]) == 0

@@ -421,26 +421,32 @@ def signature(kernel: Kernel) -> Signature:
     return Signature(_family(kernel), x_numel(kernel), n, n * elem if n else 0, _row_inputs(kernel), elem, random)
 
 
-# The H200 (the H100's SMs, 1.4x its bandwidth: more bytes must be in flight per SM), bf16 rows of
-# one input: what `bench/rules.py --plans` derives from the plan survey of both emitters
-# (bench/plans.py) in the run named, verbatim. Device time, % of a same-size copy, "MxN plan vs
-# compile", the plan being tilec's fastest of the survey's (up to 26 a row length) and the
-# one the rule sets. LayerNorm rows of 2048-8192 elements measured best at 8192 elements a
-# program (rows per program x row length) where the H100's take one row a program: more bytes in
-# flight (docs/performance.md). fp32 rows and the residual-fused norms were not measured here:
-# stock keeps them.
+# The H200 (the H100's SMs, 1.4x its bandwidth: more bytes must be in flight per SM), rows of one
+# input: what `bench/rules.py --plans` derives from the plan survey of both emitters
+# (bench/plans.py: bf16 at every forward-suite shape, fp32 at two) in the run named, verbatim.
+# Device time, % of a same-size copy, "MxN plan vs compile" (bf16 unless a rule says fp32), the
+# plan being the one the rule sets (for stock: tilec's fastest of the survey's). LayerNorm rows of
+# 2048-8192 elements measured best at 8192 elements a program (rows per program x row length)
+# where the H100's take one row a program: more bytes in flight (docs/performance.md). The
+# residual-fused norms were not measured here: stock keeps them.
 H200_RULES: tuple[Rule, ...] = (
-    Rule("mean-var", 0, 4096, "stock", "2026-11-26-h200-plans", "32768x512 87.1 vs 96.3; 65536x1024 95.0 vs 98.6"),
+    Rule("mean-var", 0, 4096, "stock", "2026-11-26-h200-survey", "32768x512 85.6 vs 96.1; 65536x1024 94.5 vs 98.1"),
     Rule(
-        "mean-var", 4096, 8192, "gluon", "2026-11-26-h200-plans", "32768x2048 94.0 vs 64.9", plan="xblock=4,num_warps=4"
+        "mean-var",
+        4096,
+        8192,
+        "gluon",
+        "2026-11-26-h200-survey",
+        "32768x2048 93.1 vs 64.6",
+        plan="xblock=4,num_warps=4",
     ),
     Rule(
         "mean-var",
         8192,
         16384,
         "gluon",
-        "2026-11-26-h200-plans",
-        "32768x4096 93.8 vs 68.3",
+        "2026-11-26-h200-survey",
+        "8192x4096 92.0 vs 71.4; 32768x4096 93.1 vs 67.5",
         plan="xblock=2,num_warps=4",
     ),
     Rule(
@@ -448,20 +454,25 @@ H200_RULES: tuple[Rule, ...] = (
         16384,
         32768,
         "gluon",
-        "2026-11-26-h200-plans",
-        "16384x8192 95.3 vs 86.9",
+        "2026-11-26-h200-survey",
+        "8192x8192 94.6 vs 86.9; 16384x8192 94.2 vs 85.7",
         plan="xblock=1,num_warps=4",
     ),
     Rule(
-        "mean-var", 32768, 131072, "stock", "2026-11-26-h200-plans", "16384x16384 91.1 vs 99.9; 4096x32768 72.1 vs 73.1"
+        "mean-var",
+        32768,
+        131072,
+        "stock",
+        "2026-11-26-h200-survey",
+        "4096x16384 88.5 vs 92.6; 16384x16384 90.5 vs 98.6; 4096x32768 71.6 vs 72.6",
     ),
     Rule(
         "mean-var",
         131072,
         262144,
         "triton",
-        "2026-11-26-h200-plans",
-        "8192x65536 67.3 vs 58.3",
+        "2026-11-26-h200-survey",
+        "8192x65536 67.2 vs 58.6",
         plan="xblock=1,chunk=32768,num_warps=32",
     ),
     Rule(
@@ -469,56 +480,67 @@ H200_RULES: tuple[Rule, ...] = (
         262144,
         2**62,
         "stock",
-        "2026-11-26-h200-plans",
-        "4096x131072 60.1 vs 61.9; 2048x262144 52.4 vs 54.2",
+        "2026-11-26-h200-survey",
+        "4096x131072 62.0 vs 61.7; 2048x262144 52.6 vs 54.7",
     ),
-    Rule("softmax", 0, 2048, "triton", "2026-11-26-h200-plans", "32768x512 97.2 vs 91.7", plan="xblock=4,num_warps=4"),
+    Rule(
+        "mean-var",
+        0,
+        65536,
+        "triton",
+        "2026-11-26-h200-survey",
+        "32768x2048 96.8 vs 95.4",
+        plan="xblock=4,num_warps=16",
+        elem_bytes=4,
+    ),
+    Rule(
+        "mean-var",
+        65536,
+        2**62,
+        "triton",
+        "2026-11-26-h200-survey",
+        "4096x16384 92.8 vs 87.7",
+        plan="xblock=2,num_warps=32",
+        elem_bytes=4,
+    ),
+    Rule("softmax", 0, 2048, "triton", "2026-11-26-h200-survey", "32768x512 98.0 vs 92.1", plan="xblock=4,num_warps=4"),
     Rule(
         "softmax",
         2048,
         4096,
         "triton",
-        "2026-11-26-h200-plans",
-        "65536x1024 100.6 vs 98.9",
+        "2026-11-26-h200-survey",
+        "65536x1024 100.5 vs 98.8",
         plan="xblock=2,num_warps=4",
     ),
     Rule(
-        "softmax", 4096, 8192, "triton", "2026-11-26-h200-plans", "32768x2048 99.1 vs 41.7", plan="xblock=1,num_warps=4"
-    ),
-    Rule(
         "softmax",
-        8192,
+        4096,
         16384,
         "triton",
-        "2026-11-26-h200-plans",
-        "32768x4096 97.1 vs 41.2",
-        plan="xblock=2,num_warps=16",
+        "2026-11-26-h200-survey",
+        "32768x2048 98.9 vs 41.4; 8192x4096 98.3 vs 44.0; 32768x4096 96.3 vs 40.9",
+        plan="xblock=1,num_warps=4",
     ),
     Rule(
-        "softmax",
-        16384,
-        32768,
-        "triton",
-        "2026-11-26-h200-plans",
-        "16384x8192 98.8 vs 41.9",
-        plan="xblock=1,num_warps=16",
+        "softmax", 16384, 32768, "triton", "2026-11-26-h200-survey", "8192x8192 98.3 vs 42.0; 16384x8192 97.8 vs 41.4"
     ),
     Rule(
         "softmax",
         32768,
         65536,
         "triton",
-        "2026-11-26-h200-plans",
-        "16384x16384 98.5 vs 45.4",
-        plan="xblock=1,num_warps=4",
+        "2026-11-26-h200-survey",
+        "4096x16384 96.0 vs 44.7; 16384x16384 98.5 vs 45.5",
+        plan="xblock=1,num_warps=8",
     ),
     Rule(
         "softmax",
         65536,
         100514,
         "triton",
-        "2026-11-26-h200-plans",
-        "4096x32768 77.8 vs 46.0",
+        "2026-11-26-h200-survey",
+        "4096x32768 77.3 vs 45.9",
         plan="xblock=1,chunk=16384,num_warps=16",
     ),
     Rule(
@@ -526,8 +548,8 @@ H200_RULES: tuple[Rule, ...] = (
         100514,
         131072,
         "triton",
-        "2026-11-26-h200-plans",
-        "32768x50257 51.7 vs 35.9",
+        "2026-11-26-h200-survey",
+        "32768x50257 51.8 vs 35.8",
         plan="xblock=1,chunk=8192,num_warps=16",
     ),
     Rule(
@@ -535,8 +557,8 @@ H200_RULES: tuple[Rule, ...] = (
         131072,
         262144,
         "triton",
-        "2026-11-26-h200-plans",
-        "8192x65536 74.9 vs 47.6",
+        "2026-11-26-h200-survey",
+        "8192x65536 75.3 vs 47.3",
         plan="xblock=1,chunk=16384,num_warps=16",
     ),
     Rule(
@@ -544,8 +566,8 @@ H200_RULES: tuple[Rule, ...] = (
         262144,
         524288,
         "triton",
-        "2026-11-26-h200-plans",
-        "8192x131072 71.2 vs 47.7",
+        "2026-11-26-h200-survey",
+        "4096x131072 69.6 vs 46.4; 8192x131072 71.3 vs 47.6",
         plan="xblock=1,chunk=32768,num_warps=16",
     ),
     Rule(
@@ -553,23 +575,65 @@ H200_RULES: tuple[Rule, ...] = (
         524288,
         2**62,
         "triton",
-        "2026-11-26-h200-plans",
-        "2048x262144 63.5 vs 47.0",
+        "2026-11-26-h200-survey",
+        "2048x262144 63.2 vs 47.0",
         plan="xblock=1,chunk=16384,num_warps=16",
     ),
-    Rule("sum", 0, 4096, "stock", "2026-11-26-h200-plans", "32768x512 99.2 vs 100.2; 65536x1024 100.3 vs 99.7"),
-    Rule("sum", 4096, 8192, "triton", "2026-11-26-h200-plans", "32768x2048 99.8 vs 86.7", plan="xblock=1,num_warps=4"),
     Rule(
-        "sum", 8192, 16384, "triton", "2026-11-26-h200-plans", "32768x4096 99.5 vs 88.3", plan="xblock=4,num_warps=16"
+        "softmax",
+        0,
+        65536,
+        "gluon",
+        "2026-11-26-h200-survey",
+        "32768x2048 98.0 vs 74.7",
+        plan="xblock=4,num_warps=4",
+        elem_bytes=4,
     ),
-    Rule("sum", 16384, 65536, "stock", "2026-11-26-h200-plans", "16384x8192 98.6 vs 100.4; 16384x16384 98.7 vs 99.6"),
+    Rule(
+        "softmax",
+        65536,
+        2**62,
+        "triton",
+        "2026-11-26-h200-survey",
+        "4096x16384 97.7 vs 82.8",
+        plan="xblock=1,num_warps=16",
+        elem_bytes=4,
+    ),
+    Rule("sum", 0, 4096, "stock", "2026-11-26-h200-survey", "32768x512 97.5 vs 99.8; 65536x1024 100.8 vs 99.9"),
+    Rule("sum", 4096, 8192, "triton", "2026-11-26-h200-survey", "32768x2048 99.4 vs 87.4", plan="xblock=1,num_warps=4"),
+    Rule(
+        "sum",
+        8192,
+        16384,
+        "triton",
+        "2026-11-26-h200-survey",
+        "8192x4096 97.1 vs 88.7; 32768x4096 99.6 vs 88.8",
+        plan="xblock=4,num_warps=16",
+    ),
+    Rule(
+        "sum",
+        16384,
+        65536,
+        "stock",
+        "2026-11-26-h200-survey",
+        "8192x8192 99.1 vs 100.8; 16384x8192 99.1 vs 100.4; 4096x16384 97.9 vs 92.4; 16384x16384 99.8 vs 99.8",
+    ),
     Rule(
         "sum",
         65536,
+        131072,
+        "triton",
+        "2026-11-26-h200-survey",
+        "4096x32768 99.1 vs 96.9",
+        plan="xblock=1,chunk=16384,num_warps=32",
+    ),
+    Rule(
+        "sum",
+        131072,
         262144,
         "triton",
-        "2026-11-26-h200-plans",
-        "4096x32768 99.4 vs 97.4; 8192x65536 95.8 vs 69.3",
+        "2026-11-26-h200-survey",
+        "8192x65536 95.6 vs 68.9",
         plan="xblock=1,chunk=8192,num_warps=32",
     ),
     Rule(
@@ -577,9 +641,18 @@ H200_RULES: tuple[Rule, ...] = (
         262144,
         2**62,
         "triton",
-        "2026-11-26-h200-plans",
-        "4096x131072 78.8 vs 64.9; 2048x262144 66.7 vs 64.0",
+        "2026-11-26-h200-survey",
+        "4096x131072 78.1 vs 64.6; 2048x262144 66.1 vs 63.5",
         plan="xblock=1,chunk=32768,num_warps=32",
+    ),
+    Rule(
+        "sum",
+        0,
+        2**62,
+        "stock",
+        "2026-11-26-h200-survey",
+        "32768x2048 98.5 vs 101.4; 4096x16384 97.5 vs 99.3",
+        elem_bytes=4,
     ),
 )
 
