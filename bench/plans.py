@@ -6,7 +6,8 @@
 For each op, dtype and shape (default: the forward suite's), the kernel Inductor schedules is
 captured and run through each plan: an emitter's default pipeline with the plan's options on its `plan` pass. Rows that fit the Triton plan's one
 tile (16384 elements): both emitters' heuristic plans (`gluon`, `triton`) and, for each emitter,
-rows per program by warps (`gluon-x2-w8`: two rows a program over 8 warps). Longer rows: the
+rows per program by warps (`gluon-x2-w8`: two rows a program over 8 warps), and the Triton loop
+over chunks shorter than the row (`triton-x1-r2048-w16`). Longer rows: the
 Triton pipeline's heuristic plan (`triton`: 16 warps, chunks of 8192) and one row a program by
 chunk and warps (`triton-c8192-w32`). Every plan is emitted, compiled (`--jobs` at a time),
 launched, checked against an fp32 reference and timed (`tilec.runtime.timing.device_ms`: cold L2,
@@ -55,6 +56,8 @@ OPS = ("rmsnorm", "layernorm", "softmax")
 TILE = 16384
 # rows per program x row length, at most: a block this large stays in registers and shared memory
 BLOCK = 32768
+# a looped plan's block (rows per program x chunk), at most
+LOOP_BLOCK = 8192
 PIPELINES = {"gluon": "gluon-default", "triton": "triton-default"}
 
 
@@ -71,8 +74,16 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
     for e in PIPELINES:
         for x in (1, 2, 4, 8):
             for w in (4, 8, 16, 32):
-                if x * n <= BLOCK and x * n >= 4 * 32 * w and (w < 32 or n >= 8192):  # at least four elements a thread
+                if x * n <= BLOCK and x * n >= 4 * 32 * w and (w < 32 or n >= 8192):
                     found[f"{e}-x{x}-w{w}"] = (e, f"xblock={x},num_warps={w}")
+    # the Triton loop over chunks of a row that would fit one tile, as Inductor's max-autotune
+    # often picks (its coordinate descent: R0_BLOCK below the row, 16 warps): the row's second
+    # read comes from L2
+    for r in (512, 1024, 2048, 4096):
+        for x in (1, 2, 4, 8):
+            for w in (4, 8, 16):
+                if r < n and x * r <= LOOP_BLOCK and 8 <= x * r // (32 * w) <= 32:  # elements a thread
+                    found[f"triton-x{x}-r{r}-w{w}"] = ("triton", f"xblock={x},rblock={r},num_warps={w}")
     return found
 
 

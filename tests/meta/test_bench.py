@@ -230,7 +230,7 @@ def test_surveyed_plans_build_for_every_op() -> None:
     """bench/plans.py's plans (the evidence of the chooser's rules): each builds the pipeline it
     names and emits its emitter's code for every op, at rows that fit one tile (1024, 16384) and
     rows that loop (32768, 50257), captured on meta tensors (nothing runs), with the rows a
-    program, chunk and warps it names."""
+    program, chunk and warps it names (a chunk shorter than a row that fits: the loop)."""
     from tilec.emit.gluon import emit_gluon
     from tilec.emit.triton import emit_triton
     from tilec.ir import parse, print_kernel
@@ -238,7 +238,7 @@ def test_surveyed_plans_build_for_every_op() -> None:
 
     survey = load("plans")
     assert survey.main(["--list"]) == 0
-    named = re.compile(r"(gluon|triton)-(?:x(\d+)|c(\d+))-w(\d+)")
+    named = re.compile(r"(gluon|triton)-(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)")
     for op in ("rmsnorm", "layernorm", "softmax"):
         for n in (1024, 16384, 32768, 50257):
             text = print_kernel(meta_kernel(op, 4096, n).kernel)
@@ -253,9 +253,10 @@ def test_surveyed_plans_build_for_every_op() -> None:
                 if plan:
                     found = named.fullmatch(name)
                     assert found is not None and found[1] == emitter, name
-                    xblock, chunk, warps = found[2], found[3], found[4]
+                    xblock, rblock, chunk, warps = found[2], found[3], found[4], found[5]
                     assert kernel.launch.num_warps == int(warps), (op, n, name)
                     if xblock:
                         assert kernel.constexprs["XBLOCK"] == int(xblock), (op, n, name)
+                        assert rblock is None or kernel.constexprs["RBLOCK"] == int(rblock) < n, (op, n, name)
                     else:
                         assert (kernel.constexprs["XBLOCK"], kernel.constexprs["RBLOCK"]) == (1, int(chunk)), name
