@@ -13,7 +13,7 @@ import tilec
 from tilec.frontend.result import KernelArg
 from tilec.inductor import autotune
 from tilec.inductor.autotune import STOCK, Tuned, candidates, pick
-from tilec.passes.chooser import RULES
+from tilec.passes.chooser import TABLES
 
 
 def test_candidates_are_the_emitters_tilec_may_use_and_stock_unless_decline_is_off() -> None:
@@ -44,8 +44,11 @@ def test_long_rows_get_their_variants() -> None:
     assert not set(long) & set(candidates(hopper=True, forced="gluon", decline=True, n=32768))
 
 
-# the long-row candidates and the long-row plans of the chooser's rules
-LONG_ROW_OPTIONS = sorted(set(autotune.LONG_ROW_PLANS) | {r.plan for r in RULES if r.action == "triton" and r.plan})
+# the long-row candidates and the long-row plans of every GPU's rules
+LONG_ROW_OPTIONS = sorted(
+    set(autotune.LONG_ROW_PLANS)
+    | {r.plan for table in TABLES.values() for r in table if r.action == "triton" and "chunk=" in r.plan}
+)
 
 
 @pytest.mark.parametrize("option", LONG_ROW_OPTIONS)

@@ -13,6 +13,7 @@ from examples import OUTPUTS, example, run_interp
 from tilec.ir import Kernel
 from tilec.ir.ops import ForOp, LoadOp, SmemLoadOp, TmaLoadOp
 from tilec.ir.types import PointerType, TileType
+from tilec.passes.chooser import TABLES
 from tilec.passes.pipelines import GLUON_DEFAULT
 from tilec.passes.ranges import trip_count
 
@@ -162,3 +163,28 @@ def test_plan_variants_of_the_default_pipelines_equal_eager(
     kernel = ex.kernel(with_plan(pipeline, f"xblock={xblock},num_warps={warps}"))
     assert (kernel.constexprs.get("XBLOCK"), kernel.launch.num_warps) == (xblock, warps)
     ex.check(run_interp(ex, kernel), f"{pipeline} with xblock={xblock}, num_warps={warps}")
+
+
+# every plan a GPU's table of rules sets for rows that fit one tile or loop over chunks of such a
+# row (the long-row plans, `chunk=`: tests/inductor/test_autotune.py), by the example of its family
+FAMILY_EXAMPLES = {"sum": "rmsnorm", "mean-var": "layernorm", "softmax": "softmax"}
+TABLE_PLANS = sorted(
+    {
+        (FAMILY_EXAMPLES[r.family], r.action, r.plan, "f32" if r.elem_bytes == 4 else "bf16")
+        for table in TABLES.values()
+        for r in table
+        if r.plan and "chunk=" not in r.plan and r.row_inputs == 1
+    }
+)
+
+
+@pytest.mark.parametrize(("name", "emitter", "plan", "dtype"), TABLE_PLANS)
+def test_every_plan_of_the_rules_equals_eager(name: str, emitter: str, plan: str, dtype: str) -> None:
+    """Each such plan, in the pipeline of the emitter its rule names, computes what eager does in
+    the interpreter: three rows of 3000 (rows a program past the last row masked; with `rblock=`,
+    a loop over chunks with a masked tail)."""
+    from tilec.passes.pipelines import with_plan
+
+    ex = example(name, 3, 3000, dtype)
+    kernel = ex.kernel(with_plan(f"{emitter}-default", plan))
+    ex.check(run_interp(ex, kernel), f"{emitter} with {plan}")
