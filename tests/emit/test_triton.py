@@ -102,6 +102,7 @@ REDUCTIONS = """tile.kernel @red(%a: ptr<f32>, %o: ptr<f32>, %oi: ptr<i32>) attr
   %bv, %bi = tile.argreduce %x {kind = "min", axis = 1} : tile<[8], f32>, tile<[8], i32>
   %mean, %m2, %cnt = tile.welford %x, %m {axis = 1} : tile<[8], f32>, tile<[8], f32>, tile<[8], f32>
   %wm, %wm2, %wc = tile.welford_combine %mean, %m2, %cnt, %sum, %max, %cnt : tile<[8], f32>, tile<[8], f32>, tile<[8], f32>
+  %fmean, %fm2, %fcnt = tile.welford %x {axis = 1} : tile<[8], f32>, tile<[8], f32>, tile<[8], f32>
   %smax, %ssum = tile.softmax_reduce %x, %m {axis = 1} : tile<[8], f32>, tile<[8], f32>
   %cmax, %csum = tile.softmax_combine %smax, %ssum, %min, %ssum : tile<[8], f32>, tile<[8], f32>
   %cv, %ci = tile.arg_combine %av, %ai, %bv, %bi {kind = "max"} : tile<[8], f32>, tile<[8], i32>
@@ -109,7 +110,7 @@ REDUCTIONS = """tile.kernel @red(%a: ptr<f32>, %o: ptr<f32>, %oi: ptr<i32>) attr
 
 
 def reduction_kernel() -> str:
-    """Stores every reduction result into its own column of an [8, 16] output."""
+    """Stores every reduction result into its own column of an [8, 23] output."""
     results = [
         "%sum",
         "%max",
@@ -123,6 +124,9 @@ def reduction_kernel() -> str:
         "%wm",
         "%wm2",
         "%wc",
+        "%fmean",
+        "%fm2",
+        "%fcnt",
         "%smax",
         "%ssum",
         "%cmax",
@@ -131,7 +135,7 @@ def reduction_kernel() -> str:
     ]
     ints = ["%ai", "%bi", "%ci"]
     text = REDUCTIONS
-    lines = ["  %c20 = tile.constant {value = 20} : i32", "  %obase = tile.mul %rows, %c20 : tile<[8], i32>"]
+    lines = ["  %c23 = tile.constant {value = 23} : i32", "  %obase = tile.mul %rows, %c23 : tile<[8], i32>"]
     for j, v in enumerate(results + ints):
         lines.append(f"  %cj{j} = tile.constant {{value = {j}}} : i32")
         lines.append(f"  %off{j} = tile.add %obase, %cj{j} : tile<[8], i32>")
@@ -152,7 +156,7 @@ def test_reductions_match_the_interpreter(seed: int, specials: bool) -> None:
         a[40] = float("inf")
         a[70:90] = -float("inf")
         a[100] = a[101] = 7.0  # a tie
-    args = [a, torch.zeros(8 * 20), torch.zeros(8 * 20, dtype=torch.int32)]
+    args = [a, torch.zeros(8 * 23), torch.zeros(8 * 23, dtype=torch.int32)]
     assert_same_outputs(run_interp(k, args), run_triton(k, args), [1, 2], "reductions")
 
 
