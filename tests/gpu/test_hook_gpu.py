@@ -21,6 +21,8 @@ from torch import nn
 
 import tilec
 from tilec.inductor.check import EXAMPLES, check_example, check_function
+from tilec.passes.chooser import TABLES
+from tilec.passes.pipelines import with_plan
 from tilec.runtime import loaded_kernels
 from tilec.testing import relative_error
 
@@ -57,7 +59,11 @@ def test_examples_equal_eager_with_the_kernel_taken(
     print(result.line())
     assert result.ok, result.message
     assert result.records and all(r.taken for r in result.records), result.records
-    assert {(r.emitter, r.pipeline) for r in result.records} == {(emitter, f"{emitter}-default")}
+    # the emitter's pipeline, with the plan this GPU's rules measured for it where they set one
+    default = f"{emitter}-default"
+    planned = {with_plan(default, r.plan) for r in TABLES.get(torch.cuda.get_device_name(), ()) if r.plan}
+    assert {r.emitter for r in result.records} == {emitter}
+    assert all(r.pipeline in {default, *planned} for r in result.records), result.records
     for rec in result.records:
         k = kernel_of(rec.kernel)
         assert k.primary.kind == emitter and k.launches["primary"] >= 1, k.launches
@@ -219,10 +225,14 @@ def test_small_launches_stay_cheap() -> None:
 
 
 def test_backend_by_name_in_a_fresh_process() -> None:
+    rules = TABLES.get(torch.cuda.get_device_name())
+    if rules is None:
+        pytest.skip("no rules for this GPU: the autotuner decides")
+    (rule,) = [r for r in rules if (r.family, r.elem_bytes, r.row_inputs) == ("softmax", 2, 1) and r.lo <= 4096 < r.hi]
     code = """
         import torch
         f = torch.compile(lambda x: torch.softmax(x, -1), backend="tilec", dynamic=False)
-        x = torch.randn(64, 2048, device="cuda", dtype=torch.bfloat16)  # 4 KB rows: measured faster with Gluon
+        x = torch.randn(64, 2048, device="cuda", dtype=torch.bfloat16)  # 4 KB rows: measured faster with tilec
         torch.testing.assert_close(f(x), torch.softmax(x, -1))
         import tilec
         print([(r.taken, r.emitter) for r in tilec.report()])
@@ -232,8 +242,8 @@ def test_backend_by_name_in_a_fresh_process() -> None:
         [sys.executable, "-c", textwrap.dedent(code)], cwd="/", env=env, capture_output=True, text=True, timeout=600
     )
     assert r.returncode == 0, r.stderr[-3000:]
-    expected = "gluon" if hopper() else "triton"
-    assert r.stdout.strip() == f"[(True, '{expected}')]", r.stdout + r.stderr[-2000:]
+    expected = "gluon" if hopper() and rule.action == "gluon" else "triton"  # the rule's emitter (H100: Gluon)
+    assert rule.action != "stock" and r.stdout.strip() == f"[(True, '{expected}')]", r.stdout + r.stderr[-2000:]
 
 
 @pytest.mark.parametrize("emitter", ["gluon", "triton"])

@@ -233,12 +233,13 @@ def test_a_gpu_without_a_table_gets_no_other_gpus_rules() -> None:
 @pytest.mark.parametrize(
     ("name", "cols", "h100", "h200"),
     [
-        ("layernorm", 2048, ("gluon", "xblock=1,num_warps=4"), ("gluon", "xblock=4,num_warps=4")),
-        ("layernorm", 4096, ("gluon", "xblock=1,num_warps=4"), ("gluon", "xblock=2,num_warps=4")),
+        ("layernorm", 2048, ("gluon", "xblock=1,num_warps=4"), ("triton", "xblock=1,num_warps=4")),
+        ("layernorm", 4096, ("gluon", "xblock=1,num_warps=4"), ("triton", "xblock=2,num_warps=16")),
         ("layernorm", 8192, "stock", ("gluon", "xblock=1,num_warps=4")),
         ("layernorm", 512, "stock", "stock"),
+        ("layernorm", 1024, "stock", ("triton", "xblock=2,num_warps=4")),
         ("rmsnorm", 4096, ("gluon", "xblock=1,num_warps=4"), ("triton", "xblock=1,rblock=2048,num_warps=8")),
-        ("softmax", 4096, ("gluon", ""), ("triton", "xblock=1,num_warps=4")),
+        ("softmax", 4096, ("gluon", ""), ("triton", "xblock=2,num_warps=8")),
         ("softmax", 512, "stock", ("triton", "xblock=4,num_warps=4")),
         ("softmax", 16384, ("triton", ""), ("triton", "xblock=1,num_warps=8")),
     ],
@@ -511,7 +512,7 @@ def test_the_h200_table_is_what_the_tool_derives() -> None:
     from tilec.ir.target import H200
 
     tool = load("rules")
-    run = "2026-11-26-h200-loops"
+    run = "2026-11-26-h200-welford"
     survey = ROOT / RESULTS / run / "plans.jsonl"
     plans = [json.loads(line) for line in survey.read_text().splitlines() if line.strip()]
     derived = tool.derive([], plans=plans)
