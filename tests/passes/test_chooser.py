@@ -532,3 +532,32 @@ def test_the_h200_table_is_what_the_tool_derives() -> None:
     )
     assert TABLES[H200.name] == rules
     assert tool.main(["--plans", str(survey)]) == 0
+
+
+def test_a_row_size_takes_the_candidate_that_wins_at_every_shape() -> None:
+    """bench/rules.py over a survey: of the candidates that beat compile by the margin at every shape
+    of a row size, the fastest over them all; a candidate fastest at one shape but slower than
+    compile at another is not taken; where none wins everywhere, stock. Old records (`def`,
+    `cC-wW`) are the Triton pipeline's heuristic plan and its long-row plans."""
+    tool = load("rules")
+
+    def rec(m: int, n: int, variant: str, ms: float, emitter: str = "", plan: str = "") -> dict[str, Any]:
+        r: dict[str, Any] = {"op": "rmsnorm", "m": m, "n": n, "variant": variant, "ms": ms, "pct": 100 / ms}
+        return r | ({"emitter": emitter, "plan": plan} if emitter else {})
+
+    plans = [{"meta": {"gpu": "Test GPU"}}]
+    for m, fast, steady in ((4096, 0.80, 0.95), (16384, 1.20, 0.96)):  # rows of 2048 bf16: 4 KiB
+        plans += [
+            rec(m, 2048, "compile", 1.0),
+            rec(m, 2048, "gluon", 1.0, "gluon"),
+            rec(m, 2048, "triton-x2-w4", fast, "triton", "xblock=2,num_warps=4"),
+            rec(m, 2048, "triton-x1-w8", steady, "triton", "xblock=1,num_warps=8"),
+        ]
+    plans += [rec(4096, 8192, "compile", 1.0), rec(4096, 8192, "def", 0.995), rec(4096, 8192, "c4096-w16", 1.2)]
+    (small, large) = tool.derive([], plans=plans)
+    assert (small.lo, small.hi, small.action) == (0, 16384, "triton{xblock=1,num_warps=8}")
+    assert small.figures == "4096x2048 105.3 vs 100.0; 16384x2048 104.2 vs 100.0"
+    assert (large.lo, large.action) == (16384, "stock")  # 0.5% faster: inside the margin
+    assert large.figures == "4096x8192 100.5 vs 100.0"  # tilec's fastest candidate
+    assert tool.surveyed(plans[-1]) == "triton{xblock=1,chunk=4096,num_warps=16}"
+    assert tool.surveyed(plans[-2]) == "tilec-triton" and tool.surveyed(plans[1]) == "compile"
