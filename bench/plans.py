@@ -49,11 +49,10 @@ from bench import (
     parse_shapes,
     warm_up,
 )
+from tilec.inductor.autotune import LONG_ROW
 from tilec.passes.pipelines import with_plan
 
 OPS = ("rmsnorm", "layernorm", "softmax")
-# the longest row the Triton plan holds as one tile (its max_rblock); longer rows loop over chunks
-TILE = 16384
 # rows per program x row length, at most: a block this large stays in registers and shared memory
 BLOCK = 32768
 # a looped plan's block (rows per program x chunk), at most
@@ -64,7 +63,7 @@ PIPELINES = {"gluon": "gluon-default", "triton": "triton-default"}
 def plans(n: int) -> dict[str, tuple[str, str]]:
     """The plans surveyed for rows of `n` elements: name -> (emitter, plan options). 32 warps only
     for rows of 8192 and more (a block of fewer than four elements a thread wastes the rest)."""
-    if n > TILE:
+    if n > LONG_ROW:  # longer than the Triton plan's one tile: a loop over chunks
         found = {"triton": ("triton", "")}
         for w in (32, 16):
             for c in (4096, 8192, 16384, 32768):

@@ -37,8 +37,6 @@ from typing import Any
 
 from tilec.inductor.autotune import split
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 FAMILIES = {"rmsnorm": ("sum", 1), "layernorm": ("mean-var", 1), "softmax": ("softmax", 1)}
 FAMILIES |= {f"add_{op}": (family, 2) for op, (family, _) in list(FAMILIES.items()) if op != "softmax"}
 ELEM_BYTES = {"bf16": 2, "fp32": 4}  # fp16 rows are bf16's size: the bf16 measurements stand for both
@@ -145,10 +143,10 @@ def shapes(
                 by_case[case].setdefault(surveyed(r), {"ms": r["ms"], "pct": r["pct"]})
     out: dict[tuple[str, int, int], dict[int, list[Shape]]] = defaultdict(lambda: defaultdict(list))
     for (op, m, n, dtype), impls in sorted(by_case.items()):
-        if "compile" not in impls or not any(i in EMITTERS or planned(i) for i in impls):
+        shape = Shape(m, n, {i: v["ms"] for i, v in impls.items()}, {i: v["pct"] for i, v in impls.items()})
+        if "compile" not in impls or not shape.candidates():
             continue
         family, inputs = FAMILIES[op]
-        shape = Shape(m, n, {i: v["ms"] for i, v in impls.items()}, {i: v["pct"] for i, v in impls.items()})
         out[(family, inputs, ELEM_BYTES[dtype])][n * ELEM_BYTES[dtype]].append(shape)
     return out
 
