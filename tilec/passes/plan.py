@@ -74,11 +74,16 @@ def narrowest_load_bytes(kernel: Kernel) -> int:
 
 
 def widest_row_load_bytes(kernel: Kernel) -> int:
-    """The element size of the widest 2-D tile loaded from global memory (a row's bytes per element)."""
+    """The element size of the widest 2-D tile loaded from global memory along the row (a row's
+    bytes per element). A per-row value ([XBLOCK, 1]: an embedding's or a loss's int64 index, a
+    saved statistic) is not part of a row."""
     sizes = [
         op.result.type.dtype.bytes
         for op in kernel.walk()
-        if isinstance(op, LoadOp) and isinstance(op.result.type, TileType) and op.result.type.rank == 2
+        if isinstance(op, LoadOp)
+        and isinstance(op.result.type, TileType)
+        and op.result.type.rank == 2
+        and op.result.type.shape[1] != 1
     ]
     return max(sizes, default=4)
 
