@@ -13,7 +13,8 @@ chunk and warps (`triton-c8192-w32`). Every plan is emitted, compiled (`--jobs` 
 launched, checked against an fp32 reference and timed (`tilec.runtime.timing.device_ms`: cold L2,
 the host kept out), as % of a same-size device-to-device copy timed the same way; stock
 `torch.compile` (record `compile`) is timed the same way beside them. bf16 at every suite shape,
-fp32 at the suite's two (`--dtype`).
+fp32 at the suite's two (`--dtype`). `--ops add_rmsnorm,add_layernorm` surveys the residual-fused
+norms (two row inputs; each of their two outputs is checked).
 
 Writes plans.jsonl to DIR: a first line `{"meta": {...}}` (GPU, versions, date), then a record per
 op, dtype, shape and plan (`emitter`, `plan`, `ms`, `pct`, or `error`). `python bench/rules.py --plans
@@ -53,6 +54,8 @@ from tilec.inductor.autotune import LONG_ROW
 from tilec.passes.pipelines import with_plan
 
 OPS = ("rmsnorm", "layernorm", "softmax")
+# also surveyed with --ops: the residual-fused norms (two row inputs, two outputs)
+RESIDUAL_OPS = ("add_rmsnorm", "add_layernorm")
 # rows per program x row length, at most: a block this large stays in registers and shared memory
 BLOCK = 32768
 # a looped plan's block (rows per program x chunk), at most
@@ -128,12 +131,13 @@ def run(ops: list[str], dtypes: list[str], shapes: list[tuple[int, int]] | None,
             for m, n in shapes or suite_shapes(op, dtype):
                 torch.manual_seed(0)
                 inputs = make_inputs(op, m, n, torch_dtype)
-                ref = FUNCTIONS[op](*[t.float() for t in inputs]).to(torch_dtype)
+                expected = FUNCTIONS[op](*[t.float() for t in inputs])
+                refs = [t.to(torch_dtype) for t in (expected if isinstance(expected, tuple) else (expected,))]
                 (captured,) = capture(FUNCTIONS[op], inputs, strict=True)
                 lowered = captured.result
                 assert isinstance(lowered, Lowered)
                 text = print_kernel(lowered.kernel)
-                written = next(a.param for a in lowered.args if a.access == "write")
+                written = [a.param for a in lowered.args if a.is_written]
                 src = torch.empty(m, n, device="cuda", dtype=torch_dtype)
                 dst = torch.empty_like(src)
                 size = src.element_size()
@@ -174,7 +178,7 @@ def run(ops: list[str], dtypes: list[str], shapes: list[tuple[int, int]] | None,
                         args, outs = arguments(lowered, inputs)
                         launched.launch(*args)
                         torch.cuda.synchronize()
-                        assert_close(outs[written].reshape(ref.shape), ref, torch_dtype, what=name)
+                        check(outs, written, refs, torch_dtype, name)
                         ms = device_ms(lambda lm=launched, a=args: lm.launch(*a), reps=20)
                         rec.update(ms=ms, pct=pct(ms), cx=dict(kernel.constexprs), warps=kernel.launch.num_warps)
                     except Exception as e:  # a plan that fails is a result too
@@ -185,7 +189,9 @@ def run(ops: list[str], dtypes: list[str], shapes: list[tuple[int, int]] | None,
                     with tilec.config.patch(enabled=False):
                         torch.compiler.reset()
                         f = torch.compile(FUNCTIONS[op], dynamic=False)
-                        assert_close(f(*inputs), ref, torch_dtype, what="compile")
+                        got = f(*inputs)
+                        for out, ref in zip(got if isinstance(got, tuple) else (got,), refs, strict=True):
+                            assert_close(out, ref, torch_dtype, what="compile")
                     ms = device_ms(lambda f=f, i=inputs: f(*i), reps=20)
                     rec.update(ms=ms, pct=pct(ms))
                 except Exception as e:
@@ -193,6 +199,26 @@ def run(ops: list[str], dtypes: list[str], shapes: list[tuple[int, int]] | None,
                 write(rec)
                 del inputs, built
                 print(f"# {op} {m}x{n} {dtype} done at {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def check(outs: dict[str, Any], written: list[str], refs: list[Any], dtype: Any, name: str) -> None:
+    """Each output the kernel writes equals one of the op's outputs (a residual-fused norm writes
+    two: the residual stream and the norm), and each of those is written."""
+    from tilec.testing import assert_close
+
+    assert len(written) == len(refs), f"{name}: {len(written)} outputs written, the op has {len(refs)}"
+    unmatched = list(range(len(refs)))
+    for param in written:
+        out = outs[param]
+        for i in unmatched:
+            try:
+                assert_close(out.reshape(refs[i].shape), refs[i], dtype, what=name)
+            except AssertionError:
+                continue
+            unmatched.remove(i)
+            break
+        else:
+            raise AssertionError(f"{name}: output {param} equals none of the op's outputs")
 
 
 def compile_all(built: dict[str, Any], lowered: Any, inputs: list[Any], jobs: int) -> None:

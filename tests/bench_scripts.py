@@ -26,15 +26,16 @@ def load(name: str) -> ModuleType:
 
 def meta_kernel(op: str, rows: int, cols: int) -> Any:
     """The one kernel Inductor makes of bench/bench.py's forward `op` (rmsnorm, layernorm,
-    softmax) over bf16 rows of `cols`, captured on meta tensors for the fake H100 (rows this long
-    are gigabytes): its `Lowered` result."""
+    softmax, and the residual-fused add_rmsnorm, add_layernorm) over bf16 rows of `cols`, captured
+    on meta tensors for the fake H100 (rows this long are gigabytes): its `Lowered` result."""
     import torch
 
     from tilec.frontend import Lowered
     from tilec.frontend.capture import capture
 
-    weights = {"rmsnorm": 1, "layernorm": 2, "softmax": 0}[op]
-    inputs = [torch.empty(rows, cols, dtype=torch.bfloat16, device="meta")]
+    weights = {"rmsnorm": 1, "layernorm": 2, "softmax": 0}[op.removeprefix("add_")]
+    rows_in = 2 if op.startswith("add_") else 1
+    inputs = [torch.empty(rows, cols, dtype=torch.bfloat16, device="meta") for _ in range(rows_in)]
     inputs += [torch.empty(cols, dtype=torch.bfloat16, device="meta") for _ in range(weights)]
     (k,) = capture(load("bench").FUNCTIONS[op], inputs, strict=True)
     assert isinstance(k.result, Lowered), k.result

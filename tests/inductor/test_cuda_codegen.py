@@ -114,15 +114,15 @@ def test_the_triton_emitter(codegen: Callable[..., str]) -> None:
 
 
 def test_the_chooser_declines_where_stock_measured_faster(codegen: Callable[..., str]) -> None:
-    """LayerNorm rows of 2 KB: stock Inductor's kernel measured faster on the H100, so it stays;
-    softmax rows of 3 KB: the Triton emitter measured fastest. tilec.report() says which and why."""
+    """LayerNorm rows of 2 KB: stock Inductor's kernel measured no slower on the H100, so it stays;
+    softmax rows of 5 KB: the Triton emitter measured fastest. tilec.report() says which and why."""
     with tilec.config.patch(decline=True):
         code = codegen(layernorm.forward, bf16(64, 1000), bf16(1000), bf16(1000))
         (rec,) = tilec.report()
         assert not rec.taken and rec.reason.startswith("stock Inductor measured faster for mean-var rows")
         assert "tilec.runtime.launch" not in code and "@triton.jit" in code  # stock's own kernel
         tilec.reset_report()
-        codegen(softmax.forward, bf16(64, 1500))
+        codegen(softmax.forward, bf16(64, 2500))
         (rec,) = tilec.report()
         assert rec.taken and rec.emitter == "triton"
 

@@ -228,7 +228,7 @@ def test_cluster_kernels_compile_for_hopper() -> None:
 
 def test_surveyed_plans_build_for_every_op() -> None:
     """bench/plans.py's plans (the evidence of the chooser's rules): each builds the pipeline it
-    names and emits its emitter's code for every op, at rows that fit one tile (1024, 16384) and
+    names and emits its emitter's code for every op (the residual-fused norms too), at rows that fit one tile (1024, 16384) and
     rows that loop (32768, 50257), captured on meta tensors (nothing runs), with the rows a
     program, chunk and warps it names (a chunk shorter than a row that fits: the loop)."""
     from tilec.emit.gluon import emit_gluon
@@ -239,7 +239,7 @@ def test_surveyed_plans_build_for_every_op() -> None:
     survey = load("plans")
     assert survey.main(["--list"]) == 0
     named = re.compile(r"(gluon|triton)-(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)")
-    for op in ("rmsnorm", "layernorm", "softmax"):
+    for op in (*survey.OPS, *survey.RESIDUAL_OPS):
         for n in (1024, 16384, 32768, 50257):
             text = print_kernel(meta_kernel(op, 4096, n).kernel)
             surveyed = survey.plans(n)
@@ -260,3 +260,18 @@ def test_surveyed_plans_build_for_every_op() -> None:
                         assert rblock is None or kernel.constexprs["RBLOCK"] == int(rblock) < n, (op, n, name)
                     else:
                         assert (kernel.constexprs["XBLOCK"], kernel.constexprs["RBLOCK"]) == (1, int(chunk)), name
+
+
+def test_a_survey_checks_every_output_a_kernel_writes() -> None:
+    """A residual-fused norm writes two outputs (the residual stream and the norm), in whatever
+    order its kernel's parameters come: the survey's check matches each to one of the op's
+    outputs, and fails on an output that equals none, or on a missing one."""
+    import torch
+
+    survey = load("plans")
+    a, b = torch.randn(4, 8), torch.randn(4, 8)
+    survey.check({"out0": b.clone(), "out1": a.clone()}, ["out0", "out1"], [a, b], torch.float32, "p")
+    with pytest.raises(AssertionError, match="equals none"):
+        survey.check({"out0": b.clone(), "out1": b + 1}, ["out0", "out1"], [a, b], torch.float32, "p")
+    with pytest.raises(AssertionError, match="1 outputs written"):
+        survey.check({"out0": a.clone()}, ["out0"], [a, b], torch.float32, "p")
