@@ -834,6 +834,12 @@ def parser() -> argparse.ArgumentParser:
         help="with --models on a GPU: dynamic=None, two other sequence lengths first (a symbolic length)",
     )
     p.add_argument(
+        "--control",
+        action="store_true",
+        help="with --models on a GPU: stock against stock (the tilec column compiled without tilec): "
+        "what the bench itself measures between two identical sides",
+    )
+    p.add_argument(
         "--dropout",
         type=float,
         default=0.0,
@@ -893,6 +899,9 @@ def _models(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.control and args.device == "cpu":
+        print("tilec bench --models: --control needs a GPU", file=sys.stderr)
+        return 2
     if not 0.0 <= args.dropout < 1.0:
         print("tilec bench --models: --dropout must be in [0, 1)", file=sys.stderr)
         return 2
@@ -907,6 +916,7 @@ def _models(args: argparse.Namespace) -> int:
             args.autotune,
             args.dropout,
             args.dynamic,
+            args.control,
         )
     )
 

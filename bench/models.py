@@ -2,7 +2,7 @@
 
     tilec bench --models [--size default|small|tiny] [--device cuda|cpu]
                          [--families llama,gpt2,gemma] [--modes infer,infer-ro,train,train-ro]
-                         [--dropout P] [--dynamic]
+                         [--dropout P] [--dynamic] [--control] [--autotune]
 
 Hugging Face transformers models built from their configs (random weights; nothing is
 downloaded), SDPA attention, dropout off (a step is then deterministic, and comparable with an
@@ -35,6 +35,11 @@ times each kernel tilec can take against stock Inductor's and keeps the faster (
 other sequence lengths first (half and three quarters of the size's, weights unchanged): the
 second makes Dynamo recompile with a symbolic length, and the measured steps, at the size's own
 length, run that symbolic graph.
+
+`--control` (GPU) compiles the tilec column without tilec: two stock sides, measured exactly as
+a row is. Their ratio and spreads are what the bench reads between identical code (allocation,
+clocks, Inductor's own choices per compile), the floor under which a row's stock/tilec says
+nothing.
 
 `--dropout P` (GPU) trains with dropout on: GPT-2's residual, embedding and attention dropout,
 Llama's and Gemma's attention dropout (inside SDPA, not Inductor's), all P. Eager PyTorch draws
@@ -197,6 +202,7 @@ def run_row(
     log: Callable[[str], None],
     dropout: float = 0.0,
     dynamic: bool = False,
+    control: bool = False,
 ) -> dict[str, Any]:
     import torch
 
@@ -231,7 +237,12 @@ def run_row(
     tilec.reset_report()
     compile_mode = "reduce-overhead" if mode.endswith("-ro") else None
     compiled = {
-        "tilec": torch.compile(entry("tilec"), backend="tilec", mode=compile_mode, dynamic=None if dynamic else False),
+        "tilec": torch.compile(
+            entry("tilec"),
+            backend="inductor" if control else "tilec",
+            mode=compile_mode,
+            dynamic=None if dynamic else False,
+        ),
         "stock": torch.compile(entry("stock"), mode=compile_mode, dynamic=None if dynamic else False),
     }
     opts = {s: torch.optim.AdamW(models[s].parameters(), lr=1e-4, foreach=True) for s in models} if train else {}
@@ -286,6 +297,7 @@ def run_row(
         "device": device,
         "dropout": dropout,
         "dynamic": dynamic,
+        "control": control,
         "taken": sum(r.taken for r in records),
         "kernels": len(records),
         "declined": dict(declined),
@@ -343,6 +355,7 @@ def markdown(
     repeats: int,
     dropout: float = 0.0,
     dynamic: bool = False,
+    control: bool = False,
 ) -> str:
     batch, seq = SIZES[size]
     lines = [
@@ -387,6 +400,12 @@ def markdown(
                 f"{_f(r['error_stock'], '.2e')} |"
             )
         lines += ["", f"Geomean stock/tilec over the {len(rows)} rows: {geomean:.3f}x."]
+        if control:
+            lines += [
+                "",
+                "Control: the tilec column was compiled without tilec (stock against stock): the ratios and "
+                "spreads are the bench's own, between identical code.",
+            ]
         if dynamic:
             lines += [
                 "",
@@ -416,6 +435,7 @@ def main(
     autotune: bool = False,
     dropout: float = 0.0,
     dynamic: bool = False,
+    control: bool = False,
 ) -> int:
     if device == "cpu":
         # tilec's CPU kernels run in Triton's interpreter, which Triton picks when first imported
@@ -436,7 +456,7 @@ def main(
         "torch": torch.__version__,
         "triton": triton.__version__,
         "transformers": transformers.__version__,
-        "tilec": "autotune" if autotune else "measured rules",
+        "tilec": "none (--control: stock against stock)" if control else "autotune" if autotune else "measured rules",
     }
     tilec.uninstall()  # the backend applies tilec to its own graphs; the stock copy stays stock
     rows = []
@@ -445,13 +465,21 @@ def main(
         for family in families:
             for mode in modes:
                 row = run_row(
-                    family, size, mode, repeats, device, lambda line: print(line, flush=True), dropout, dynamic
+                    family,
+                    size,
+                    mode,
+                    repeats,
+                    device,
+                    lambda line: print(line, flush=True),
+                    dropout,
+                    dynamic,
+                    control,
                 )
                 row["meta"] = env
                 f.write(json.dumps(row) + "\n")
                 f.flush()
                 rows.append(row)
-    text = markdown(rows, env, size, device, repeats, dropout, dynamic)
+    text = markdown(rows, env, size, device, repeats, dropout, dynamic, control)
     (out / "models.md").write_text(text)
     print(text)
     failed = [f"{r['family']} {r['mode']}" for r in rows if r["within_stock_error"] is False]

@@ -63,3 +63,5 @@ def test_cpu_models_refuse_what_the_cpu_cannot_run(tmp_path: Path) -> None:
     assert r.returncode == 2 and "--dropout needs a GPU" in r.stderr
     r = run("--size", "tiny", "--dynamic")
     assert r.returncode == 2 and "--dynamic needs a GPU" in r.stderr
+    r = run("--size", "tiny", "--control")
+    assert r.returncode == 2 and "--control needs a GPU" in r.stderr
