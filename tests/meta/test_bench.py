@@ -239,8 +239,10 @@ def test_surveyed_plans_build_for_every_op() -> None:
     survey = load("plans")
     assert survey.main(["--list"]) == 0
     named = re.compile(r"(gluon|triton)-(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)")
-    for op in (*survey.OPS, *survey.RESIDUAL_OPS):
-        for n in (1024, 16384, 32768, 50257):
+    lengths = {op: (1024, 16384, 32768, 50257) for op in survey.OPS}
+    lengths |= {op: (2048, 50257) for op in survey.RESIDUAL_OPS}  # one row that fits a tile, one that loops
+    for op, ns in lengths.items():
+        for n in ns:
             text = print_kernel(meta_kernel(op, 4096, n).kernel)
             surveyed = survey.plans(n)
             assert len(surveyed) > 2 and ("gluon" in surveyed) == (n <= survey.LONG_ROW), (n, list(surveyed))
