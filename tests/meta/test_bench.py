@@ -277,3 +277,41 @@ def test_a_survey_checks_every_output_a_kernel_writes() -> None:
         survey.check({"out0": b.clone(), "out1": b + 1}, ["out0", "out1"], [a, b], torch.float32, "p")
     with pytest.raises(AssertionError, match="1 outputs written"):
         survey.check({"out0": a.clone()}, ["out0"], [a, b], torch.float32, "p")
+
+
+def test_the_model_table_gives_device_time_beside_wall_time() -> None:
+    """`tilec bench --models`' table: each row's device-time ratio beside the wall-time one, the
+    geomeans of both, and a control run said to be one."""
+    models = load("models")
+
+    def row(
+        family: str, tilec: float, stock: float, tilec_dev: float | None, stock_dev: float | None
+    ) -> dict[str, object]:
+        return {
+            "family": family,
+            "mode": "infer",
+            "tilec_ms": tilec,
+            "stock_ms": stock,
+            "speedup": stock / tilec,
+            "tilec_spread_ms": [tilec, tilec],
+            "stock_spread_ms": [stock, stock],
+            "tilec_device_ms": tilec_dev,
+            "stock_device_ms": stock_dev,
+            "taken": 1,
+            "kernels": 2,
+            "error_tilec": 1e-3,
+            "error_stock": 1e-3,
+            "declined": {},
+        }
+
+    env = {"gpu": "Test GPU", "torch": "2", "triton": "3", "transformers": "5"}
+    rows = [row("llama", 2.0, 2.0, 1.0, 1.1), row("gpt2", 1.0, 1.1, None, 1.0)]
+    text = models.markdown(rows, env, "default", "cuda", 10)
+    assert "| llama | infer | 2.000 | 2.000 | 1.000 | 2.000-2.000 | 2.000-2.000 | 1.000 | 1.100 | 1.100 | 1/2 |" in text
+    # no device time for one side: that cell and the ratio's are empty
+    assert "| gpt2 | infer | 1.000 | 1.100 | 1.100 | 1.000-1.000 | 1.100-1.100 |  | 1.000 |  | 1/2 |" in text
+    assert "Geomean stock/tilec over the 2 rows: 1.049x." in text
+    assert "Geomean of device time, stock/tilec: 1.100x." in text and "Control:" not in text
+    assert "Control: the tilec column was compiled without tilec" in models.markdown(
+        rows, env, "default", "cuda", 10, control=True
+    )
