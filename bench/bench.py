@@ -479,7 +479,7 @@ def check(op: str, out: Any, ref: Any, dtype: Any) -> None:
     from tilec.testing import assert_close
 
     outs, refs = (out, ref) if isinstance(out, tuple) else ((out,), (ref,))
-    for i, (o, r) in enumerate(zip(outs, refs)):
+    for i, (o, r) in enumerate(zip(outs, refs, strict=True)):
         assert_close(o, r, dtype, what=f"{op} output {i}")
 
 

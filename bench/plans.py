@@ -44,10 +44,12 @@ from bench import (
     OTHER_DTYPE_SHAPES,
     SOFTMAX_EXTRA,
     SUITE,
+    check,
     environment,
     make_inputs,
     model_bytes,
     parse_shapes,
+    reference,
     warm_up,
 )
 from tilec.inductor.autotune import LONG_ROW
@@ -112,7 +114,6 @@ def run(ops: list[str], dtypes: list[str], shapes: list[tuple[int, int]] | None,
     from tilec.passes import run_pipeline
     from tilec.runtime import load_source
     from tilec.runtime.timing import device_ms
-    from tilec.testing import assert_close
 
     out.mkdir(parents=True, exist_ok=True)
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
@@ -131,7 +132,7 @@ def run(ops: list[str], dtypes: list[str], shapes: list[tuple[int, int]] | None,
             for m, n in shapes or suite_shapes(op, dtype):
                 torch.manual_seed(0)
                 inputs = make_inputs(op, m, n, torch_dtype)
-                expected = FUNCTIONS[op](*[t.float() for t in inputs])
+                expected = reference(op, inputs)
                 refs = [t.to(torch_dtype) for t in (expected if isinstance(expected, tuple) else (expected,))]
                 (captured,) = capture(FUNCTIONS[op], inputs, strict=True)
                 lowered = captured.result
@@ -169,8 +170,8 @@ def run(ops: list[str], dtypes: list[str], shapes: list[tuple[int, int]] | None,
                         "dtype": dtype,
                         "emitter": emitter,
                         "variant": name,
+                        "plan": plan,
                     }
-                    rec["plan"] = plan
                     try:
                         if isinstance(built[name], Exception):
                             raise built[name]
@@ -178,7 +179,7 @@ def run(ops: list[str], dtypes: list[str], shapes: list[tuple[int, int]] | None,
                         args, outs = arguments(lowered, inputs)
                         launched.launch(*args)
                         torch.cuda.synchronize()
-                        check(outs, written, refs, torch_dtype, name)
+                        check_written(outs, written, refs, torch_dtype, name)
                         ms = device_ms(lambda lm=launched, a=args: lm.launch(*a), reps=20)
                         rec.update(ms=ms, pct=pct(ms), cx=dict(kernel.constexprs), warps=kernel.launch.num_warps)
                     except Exception as e:  # a plan that fails is a result too
@@ -189,9 +190,7 @@ def run(ops: list[str], dtypes: list[str], shapes: list[tuple[int, int]] | None,
                     with tilec.config.patch(enabled=False):
                         torch.compiler.reset()
                         f = torch.compile(FUNCTIONS[op], dynamic=False)
-                        got = f(*inputs)
-                        for out, ref in zip(got if isinstance(got, tuple) else (got,), refs, strict=True):
-                            assert_close(out, ref, torch_dtype, what="compile")
+                        check(op, f(*inputs), tuple(refs) if len(refs) > 1 else refs[0], torch_dtype)
                     ms = device_ms(lambda f=f, i=inputs: f(*i), reps=20)
                     rec.update(ms=ms, pct=pct(ms))
                 except Exception as e:
@@ -201,7 +200,7 @@ def run(ops: list[str], dtypes: list[str], shapes: list[tuple[int, int]] | None,
                 print(f"# {op} {m}x{n} {dtype} done at {time.perf_counter() - started:.0f} s", flush=True)
 
 
-def check(outs: dict[str, Any], written: list[str], refs: list[Any], dtype: Any, name: str) -> None:
+def check_written(outs: dict[str, Any], written: list[str], refs: list[Any], dtype: Any, name: str) -> None:
     """Each output the kernel writes equals one of the op's outputs (a residual-fused norm writes
     two: the residual stream and the norm), and each of those is written."""
     from tilec.testing import assert_close

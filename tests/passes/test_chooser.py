@@ -6,7 +6,6 @@ import itertools
 import json
 import re
 from collections import defaultdict
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -502,13 +501,6 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
     choice = choose(meta_kernel(name, rows, cols).kernel, hopper=True)
     assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (expected, plan), choice
     assert "2026-11-26-h100-survey" in choice.reason
-
-
-def _covering(table: Sequence[Any], signature: tuple[str, int, int], row_bytes: int) -> Any:
-    """The one rule (a chooser `Rule` or a derived one) of `table` for the (family, row inputs,
-    element bytes) `signature` that covers rows of `row_bytes`."""
-    (rule,) = [r for r in table if (r.family, r.row_inputs, r.elem_bytes) == signature and r.lo <= row_bytes < r.hi]
-    return rule
 
 
 @pytest.mark.parametrize(

@@ -140,12 +140,14 @@ class Rule:
         )
 
 
-# The H100 (NVIDIA H100 80GB HBM3), rows of one input: what `bench/rules.py --plans` derives from
-# the plan survey of both emitters (bench/plans.py: bf16 at every forward-suite shape, fp32 at two)
-# in the run named, verbatim. Device time, % of a same-size copy, "MxN plan vs compile" (bf16 unless
-# a rule says fp32), the plan being the one the rule sets (for stock: tilec's fastest of the
-# survey's). The residual-fused norms (two row inputs, two outputs) from their own survey
-# (bench/plans.py --ops add_rmsnorm,add_layernorm), the same way.
+# A GPU's table is what `bench/rules.py --plans` derives from plan surveys of both emitters on it
+# (bench/plans.py: bf16 at every forward-suite shape, fp32 at two; rows that fit one tile also in
+# chunks shorter than the row: `rblock=`), in the runs named, verbatim. Device time, % of a
+# same-size copy, "MxN plan vs compile" (bf16 unless a rule says fp32), the plan being the one the
+# rule sets (for stock: tilec's fastest of the survey's).
+#
+# The H100 (NVIDIA H100 80GB HBM3): the forward ops, then the residual-fused norms (two row
+# inputs, two outputs: bench/plans.py --ops add_rmsnorm,add_layernorm).
 RULES: tuple[Rule, ...] = (
     Rule("mean-var", 0, 2048, "stock", "2026-11-26-h100-survey", "32768x512 99.7 vs 99.3"),
     Rule(
@@ -492,14 +494,11 @@ def signature(kernel: Kernel) -> Signature:
     return Signature(_family(kernel), x_numel(kernel), n, n * elem if n else 0, _row_inputs(kernel), elem, random)
 
 
-# The H200 (the H100's SMs, 1.4x its bandwidth: more bytes must be in flight per SM), rows of one
-# input: what `bench/rules.py --plans` derives from the plan survey of both emitters
-# (bench/plans.py: bf16 at every forward-suite shape, fp32 at two; rows that fit one tile also in
-# chunks shorter than the row: `rblock=`) in the run named, verbatim.
-# Device time, % of a same-size copy, "MxN plan vs compile" (bf16 unless a rule says fp32), the
-# plan being the one the rule sets (for stock: tilec's fastest of the survey's). Rows of 1-4 KiB
-# measured best at two or more rows a program or in chunks shorter than the row (more bytes in
-# flight: docs/performance.md). The residual-fused norms were not measured here: stock keeps them.
+# The H200 (the H100's SMs, 1.4x its bandwidth: more bytes must be in flight per SM), derived as
+# the H100's table is (above), from the forward ops' survey. Rows of 1-4 KiB measured best at two
+# or more rows a program or in chunks shorter than the row (more bytes in flight:
+# docs/performance.md). The residual-fused norms' survey (2026-11-26-h200-residual) is not in it:
+# with its rules the models' inference ran slower at equal device time, so stock keeps them.
 H200_RULES: tuple[Rule, ...] = (
     Rule("mean-var", 0, 2048, "stock", "2026-11-26-h200-welford", "32768x512 94.5 vs 95.8"),
     Rule(
