@@ -87,6 +87,7 @@ BACKWARD = {
     "layernorm_bwd": "layernorm",
     "softmax_bwd": "softmax",
     "add_rmsnorm_bwd": "add_rmsnorm",  # two outputs (the residual stream and the norm): two gradients in
+    "add_layernorm_bwd": "add_layernorm",
     "gemma_rmsnorm_bwd": "gemma_rmsnorm",
 }
 # forwards with more than one output (a backward takes a gradient for each)

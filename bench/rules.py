@@ -5,7 +5,8 @@
 
 prints a table of `tilec.passes.chooser.Rule`s (Python source) for the GPU the run measured, to
 be reviewed and committed as that GPU's entry of `chooser.TABLES`. Per reduction family (rmsnorm:
-`sum`, layernorm: `mean-var`, softmax; the residual-fused norms: two row inputs), element size
+`sum`, layernorm: `mean-var`, softmax; the residual-fused norms: two row inputs; the norms'
+backward, `tilec bench --bwd`, at the shapes Inductor fuses: `mix-order`), element size
 (bf16: 2, fp32: 4) and row size (the bytes of a row): of tilec's candidates that beat stock
 `torch.compile` by the margin on device time at every shape of that row size, the fastest over
 them (geometric mean), else stock (a tie goes to stock, whose launch costs less). Neighbouring row sizes with the same action become
@@ -39,6 +40,24 @@ from tilec.inductor.autotune import split
 
 FAMILIES = {"rmsnorm": ("sum", 1), "layernorm": ("mean-var", 1), "softmax": ("softmax", 1)}
 FAMILIES |= {f"add_{op}": (family, 2) for op, (family, _) in list(FAMILIES.items()) if op != "softmax"}
+# a norm's backward (`tilec bench --bwd`), at the shapes Inductor fuses into one mix-order kernel
+# (`fused`): its dx and weight gradients in one banded kernel, reading x and dy as rows
+FAMILIES |= {"rmsnorm_bwd": ("mix-order", 2), "layernorm_bwd": ("mix-order", 2), "gemma_rmsnorm_bwd": ("mix-order", 2)}
+FAMILIES |= {
+    "add_rmsnorm_bwd": ("mix-order", 3),
+    "add_layernorm_bwd": ("mix-order", 3),
+}  # the sum, dy and the residual's dy
+
+
+def fused(op: str, m: int, n: int) -> bool:
+    """Whether a shape measures the op's family: a backward op only where Inductor fuses its dx
+    and weight gradients into a mix-order reduction (at least 4096 rows and twice as many rows as
+    columns, rows of at most 16384, 5 Mi elements: docs/hook.md); every other op always."""
+    if not op.endswith("_bwd"):
+        return True
+    return m >= 4096 and m >= 2 * n and n <= 16384 and m * n >= 5 * 2**20
+
+
 ELEM_BYTES = {"bf16": 2, "fp32": 4}  # fp16 rows are bf16's size: the bf16 measurements stand for both
 EMITTERS = {"tilec-gluon": "gluon", "tilec-triton": "triton"}
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -134,7 +153,13 @@ def shapes(
     bench's figure first where both measured one; a survey record without a dtype is bf16)."""
     by_case: dict[tuple[str, int, int, str], dict[str, dict[str, float]]] = defaultdict(dict)
     for r in records:
-        if r.get("ok") and r.get("device_ms") and r["op"] in FAMILIES and r["dtype"] in ELEM_BYTES:
+        if (
+            r.get("ok")
+            and r.get("device_ms")
+            and r["op"] in FAMILIES
+            and r["dtype"] in ELEM_BYTES
+            and fused(r["op"], r["m"], r["n"])
+        ):
             by_case[(r["op"], r["m"], r["n"], r["dtype"])][r["impl"]] = {"ms": r["device_ms"], "pct": r["device_pct"]}
     for r in plans:
         if r.get("ms") and "error" not in r and r.get("op") in FAMILIES:

@@ -197,6 +197,33 @@ def test_control_flow_matches_the_interpreter() -> None:
     assert int(b[2][0]) == 8  # type: ignore[index]
 
 
+STAGED = """tile.kernel @staged(%a: ptr<f32>, %o: ptr<f32>) attributes {grid = [1]} {
+  %c0 = tile.constant {value = 0} : i32
+  %c1 = tile.constant {value = 1} : i32
+  %c4 = tile.constant {value = 4} : i32
+  %c16 = tile.constant {value = 16} : i32
+  %z = tile.full {value = 0.0} : tile<[16], f32>
+  %r = tile.arange {end = 16} : tile<[16], i32>
+  %s = tile.for %t = %c0 to %c4 step %c1 iter_args(%acc = %z) -> (tile<[16], f32>) {stages = 3} {
+    %base = tile.mul %t, %c16 : i32
+    %i = tile.add %r, %base : tile<[16], i32>
+    %x = tile.load %a, %i : tile<[16], f32>
+    %n = tile.add %acc, %x : tile<[16], f32>
+    tile.yield %n
+  }
+  tile.store %o, %r, %s
+}
+"""
+
+
+def test_a_loop_with_stages_is_a_pipelined_triton_range() -> None:
+    k = planned(STAGED)
+    src = emit_triton(k).source
+    assert "in tl.range(0, 4, 1, num_stages=3):" in src, src
+    args = [torch.randn(64), torch.zeros(16)]
+    assert_same_outputs(run_interp(k, args), run_triton(k, args), [1], "a pipelined loop")
+
+
 def rmsnorm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     xf = x.float()
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()).to(x.dtype)

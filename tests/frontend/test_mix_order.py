@@ -1,19 +1,35 @@
 """Inductor's mix-order reductions — a norm's backward with its row sums (dx) and its column sums
-over the rows (the weight's gradient) fused into one kernel — do not pass through the hook's
-codegen_node_schedule. They are recorded anyway, as declined with their reason and stock's
-kernel, so a report counts every kernel of a graph. Which shapes Inductor fuses (docs/hook.md):
-at least 4096 rows and twice as many rows as columns, rows of at most 16384."""
+over the rows (the weights' gradients) fused into one kernel — lowered as banded kernels: each
+program loops over a band of `RSPLIT` rows, carrying each column sum, and writes it to its row of
+the workspace, whose rows the wrapper adds up. Which shapes Inductor fuses (docs/hook.md): at
+least 4096 rows and twice as many rows as columns, rows of at most 16384 (`non_strict_mode`
+drops the size checks, so small shapes fuse here too).
+
+The lowered kernels compute what the backward graph computes: in tilec's interpreter as lowered
+and after the Triton pipeline, and emitted as Triton under Triton's interpreter."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import torch
+from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import strategies as st
+from profiles import examples
 
+from tilec import interp
 from tilec.frontend import Lowered
 from tilec.frontend.capture import capture
-from tilec.frontend.reasons import MIX_ORDER_REDUCTION
+from tilec.frontend.logical import WORKSPACE
+from tilec.interp.dtypes import TORCH_DTYPES
+from tilec.ir import Kernel, Module, parse, print_kernel
+from tilec.passes import run_pipeline
+from tilec.passes.chooser import signature
+from tilec.runtime import load_source
+from tilec.testing import assert_close
 
 
 def rmsnorm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -21,8 +37,15 @@ def rmsnorm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * w
 
 
-def backward_graph(m: int, n: int) -> tuple[Any, list[torch.Tensor]]:
-    """RMSNorm's backward graph as AOT autograd partitions it for Inductor (traced on the meta
+def layernorm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, 1e-6)
+
+
+OPS: dict[str, Callable[..., torch.Tensor]] = {"rmsnorm": rmsnorm, "layernorm": layernorm}
+
+
+def backward_graph(m: int, n: int, op: str = "rmsnorm") -> tuple[Any, list[torch.Tensor]]:
+    """The op's backward graph as AOT autograd partitions it for Inductor (traced on the meta
     device, so decompositions take their GPU branches), and CPU tensors of its inputs' layouts."""
     from torch._functorch.aot_autograd import aot_module_simplified
     from torch._functorch.partitioners import min_cut_rematerialization_partition
@@ -46,8 +69,10 @@ def backward_graph(m: int, n: int) -> tuple[Any, list[torch.Tensor]]:
 
     torch._dynamo.reset()
     x = torch.empty(m, n, dtype=torch.bfloat16, device="meta", requires_grad=True)
-    w = torch.empty(n, dtype=torch.bfloat16, device="meta", requires_grad=True)
-    out = torch.compile(rmsnorm, backend=backend, fullgraph=True)(x, w)
+    weights = [
+        torch.empty(n, dtype=torch.bfloat16, device="meta", requires_grad=True) for _ in range(op.count("layer") + 1)
+    ]
+    out = torch.compile(OPS[op], backend=backend, fullgraph=True)(x, *weights)
     out.backward(torch.ones_like(out))
     torch._dynamo.reset()
     gm = graphs["backward"]
@@ -59,15 +84,188 @@ def backward_graph(m: int, n: int) -> tuple[Any, list[torch.Tensor]]:
     return gm, inputs
 
 
+def banded(kernels: list[Any]) -> Any:
+    """The graph's mix-order kernel, or None where Inductor did not fuse one."""
+    found = [k for k in kernels if isinstance(k.result, Lowered) and k.result.column_sums]
+    assert len(found) <= 1, [k.summary() for k in kernels]
+    return found[0] if found else None
+
+
 @pytest.mark.parametrize(("m", "n", "fused"), [(4096, 2048, True), (8192, 8192, False)])
-def test_a_mix_order_reduction_is_recorded_as_declined(m: int, n: int, fused: bool) -> None:
+def test_a_mix_order_reduction_is_lowered_as_a_banded_kernel(m: int, n: int, fused: bool) -> None:
     gm, inputs = backward_graph(m, n)
-    kernels = capture(gm, inputs)
-    mixed = [k for k in kernels if not isinstance(k.result, Lowered) and k.result.reason == MIX_ORDER_REDUCTION]
+    kernels = capture(gm, inputs, strict=True)
+    assert all(k.taken for k in kernels), [k.summary() for k in kernels]
     if not fused:  # fewer rows than twice the row length: dx and the column sums reach tilec apart
-        assert not mixed and len(kernels) >= 2 and all(k.taken for k in kernels), [k.summary() for k in kernels]
+        assert len(kernels) >= 2 and not any(k.result.column_sums for k in kernels)
         return
-    (k,) = mixed
+    k = banded(kernels)
+    lowered = k.result
     assert (k.numel, k.rnumel) == (str(m), str(n)) and "sum" in k.reductions
-    assert k.name and k.source is not None and "RSPLIT_SIZE" in k.source  # stock's kernel, named
-    assert all(other.taken for other in kernels if other is not k), [o.summary() for o in kernels]
+    assert k.name and k.source is not None and "RSPLIT_SIZE" in k.source  # stock's kernel, generated after
+    assert len(lowered.column_sums) == 1  # the weight's gradient
+    assert [a.param for a in lowered.args if a.buffer == WORKSPACE] == ["ws_ptr"]
+    kernel = lowered.kernel
+    assert kernel.constexprs == {"XBLOCK": None, "RBLOCK": 2048, "RSPLIT": None}
+    assert str(kernel.launch.grid[0]) == "cdiv(4096, RSPLIT)"
+    assert signature(kernel).family == "mix-order" and signature(kernel).row_inputs == 2
+    text = print_kernel(kernel)
+    # the band loop: its rows, and the column sum it carries
+    assert "%band_end = tile.minimum %band_after, %xnumel : i32" in text, text
+    assert "tile.for %xoffset = %band_start to %band_end step %xblock iter_args(%acc_column = %column_init)" in text
+    assert '%xmask = tile.cmp %xindex, %band_end {predicate = "lt"}' in text
+    assert "tile.reduce %mul_" in text and '{kind = "sum", axis = 0} : tile<[RBLOCK], f32>' in text
+    assert "tile.store %ws_ptr, %ws_offsets, %column, %column_mask" in text
+
+
+def test_the_h100_takes_a_mix_order_kernel_where_it_measured_it_faster() -> None:
+    """The H100's table has a measured rule for mix-order kernels (tilec's banded kernel against
+    stock's, bench/results/2026-11-26-h100-mix-order); the H200's has none, so stock keeps them."""
+    from tilec.ir.target import H100, H200
+    from tilec.passes.chooser import UNMEASURED, Choice, Decline, choose
+
+    gm, inputs = backward_graph(4096, 2048)
+    kernel = banded(capture(gm, inputs, strict=True)).result.kernel
+    taken = choose(kernel, hopper=True, gpu=H100.name)
+    assert isinstance(taken, Choice) and taken.emitter == "triton", taken
+    assert "2026-11-26-h100-mix-order" in taken.reason
+    kept = choose(kernel, hopper=True, gpu=H200.name)
+    assert isinstance(kept, Decline) and kept.reason.startswith(UNMEASURED), kept
+    assert "mix-order kernels with 2 row inputs of 2-byte elements, rows of 4096 bytes" in kept.reason
+
+
+def graph_inputs(gm: Any) -> list[int]:
+    """The placeholders of `gm` in the order Inductor numbers its inputs (`arg{i}_1`): capture's
+    Dynamo traces gm's code, which makes each argument a graph input where it is first used."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    order: list[int] = []
+    for node in gm.graph.nodes:
+        for arg in node.all_input_nodes:
+            if arg.op == "placeholder" and placeholders.index(arg) not in order:
+                order.append(placeholders.index(arg))
+    return order
+
+
+def _random(t: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    return torch.randn(t.shape, generator=gen).to(t.dtype).as_strided(t.shape, t.stride())
+
+
+def run_chain(
+    kernels: list[Any], inputs: list[torch.Tensor], blocks: dict[str, int], pipeline: str, triton: bool
+) -> dict:
+    """Runs the graph's kernels in order (each as lowered, after `pipeline`, in tilec's
+    interpreter or, `triton`, emitted and run by Triton's interpreter), a banded kernel's workspace
+    summed over its rows as the wrapper does; returns every buffer by name."""
+    buffers: dict[str, torch.Tensor] = {}
+    for captured in kernels:
+        lowered = captured.result
+        assert isinstance(lowered, Lowered), captured.summary()
+        module = parse(print_kernel(lowered.kernel))
+        kernel: Kernel = module.kernels[0]
+        given = {k: v for k, v in blocks.items() if kernel.constexprs.get(k, 0) is None}
+        if "RSPLIT" not in kernel.constexprs:
+            given = {k: v for k, v in {"XBLOCK": 4, "RBLOCK": 64}.items() if kernel.constexprs.get(k, 0) is None}
+        bound = ",".join(f"{k}={v}" for k, v in given.items())
+        run_pipeline(module, f"specialize{{{bound}}},{pipeline}" if bound else pipeline)
+        kernel = module.kernels[0]
+        args: list[torch.Tensor] = []
+        programs = 1
+        if lowered.column_sums:
+            programs = math.ceil(lowered.numel / kernel.constexprs["RSPLIT"])
+        for a in lowered.args:
+            if a.buffer.startswith("arg"):  # Inductor's graph input i: arg{i}_1
+                args.append(inputs[int(a.buffer[3:].split("_")[0])])
+            elif a.buffer == WORKSPACE:
+                ws = torch.full((len(lowered.column_sums) * programs * lowered.rnumel,), float("nan"))
+                args.append(ws)
+            elif a.buffer in buffers:
+                args.append(buffers[a.buffer])
+            else:
+                assert a.shape is not None and a.strides is not None
+                buffers[a.buffer] = torch.full(a.shape, float("nan"), dtype=TORCH_DTYPES[a.dtype])
+                args.append(buffers[a.buffer])
+        if triton:
+            load_source(emit_text(kernel), interpret=True).launch(*args, num_sms=4)
+        else:
+            interp.run(kernel, *args)
+        for i, name in enumerate(lowered.column_sums):  # the wrapper's sums of the workspace's rows
+            rows = ws[i * programs * lowered.rnumel : (i + 1) * programs * lowered.rnumel]
+            buffers[name] = rows.view(programs, lowered.rnumel).sum(0)
+    return buffers
+
+
+def emit_text(kernel: Kernel) -> str:
+    from tilec.emit.triton import emit_triton
+
+    return emit_triton(kernel).source
+
+
+def check_backward(op: str, m: int, n: int, xblock: int, rsplit: int, pipeline: str, triton: bool = False) -> None:
+    with torch._inductor.config.patch({"triton.mix_order_reduction_non_strict_mode": True}):
+        gm, shapes = backward_graph(m, n, op)
+        kernels = capture(gm, shapes, strict=True)
+    k = banded(kernels)
+    assume(k is not None)  # (Inductor fuses neither a square shape nor, for LayerNorm, rows of 8)
+    gen = torch.Generator().manual_seed(m * 1000 + n)
+    inputs = [_random(t, gen) for t in shapes]
+    want = gm(*inputs)
+    got = run_chain(
+        kernels, [inputs[i] for i in graph_inputs(gm)], {"XBLOCK": xblock, "RSPLIT": rsplit}, pipeline, triton
+    )
+    dx = [a.buffer for a in k.result.args if a.is_written and a.buffer != WORKSPACE]
+    assert len(dx) == 1, k.result.args
+    # the weights' gradients: the column sums, or what a later kernel made of them (bf16 copies);
+    # each output of the graph is the buffer of its shape nearest to it (Inductor's buffer names
+    # are not the graph's)
+    vectors = {b: t.float() for b, t in got.items() if t.dim() == 1}
+    assert len(want) == 1 + len(k.result.column_sums), (len(want), k.result.column_sums)
+    for i, ref in enumerate(want):
+        what = f"{op} {m}x{n} XBLOCK={xblock} RSPLIT={rsplit} {pipeline}: output {i}"
+        if ref.dim() == 2:
+            assert_close(got[dx[0]].float(), ref.float(), torch.bfloat16, what=what + " (dx)")
+            continue
+        name = min(vectors, key=lambda b: float((vectors[b] - ref.float()).abs().max()))
+        # a weight's gradient sums m products in fp32 and is rounded to bf16 once
+        assert_close(vectors.pop(name), ref.float(), torch.bfloat16, what=f"{what} ({name})")
+
+
+PIPELINES = ("canonicalize", "triton-default")
+
+
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    op=st.sampled_from(sorted(OPS)),
+    m=st.integers(8, 80),
+    n=st.sampled_from([16, 24, 32, 100]),
+    xblock=st.sampled_from([1, 2, 4]),
+    rsplit=st.integers(1, 12),
+    pipeline=st.sampled_from(PIPELINES),
+)
+@example(op="rmsnorm", m=64, n=32, xblock=2, rsplit=6, pipeline="canonicalize")  # bands straddle row blocks
+@example(op="layernorm", m=37, n=100, xblock=4, rsplit=8, pipeline="triton-default")  # ragged rows, two sums
+def test_a_banded_kernel_computes_the_backward(
+    op: str, m: int, n: int, xblock: int, rsplit: int, pipeline: str
+) -> None:
+    check_backward(op, m, n, xblock, rsplit, pipeline)
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_the_emitted_banded_kernel_computes_the_backward_under_triton(op: str) -> None:
+    check_backward(op, 48, 24, 2, 10, "triton-default", triton=True)
+
+
+def test_the_plan_bands_the_rows_it_is_given_and_asks_for_them_when_symbolic() -> None:
+    """`plan{band_rows=N}` binds RSPLIT to N rounded up to whole row blocks (the hook's band for a
+    symbolic row count); without it a symbolic row count is an error that says what to give."""
+    from tilec.ir.errors import TilecError
+    from tilec.ir.expr import CallExpr, Sym
+
+    gm, inputs = backward_graph(4096, 2048)
+    text = print_kernel(banded(capture(gm, inputs, strict=True)).result.kernel)
+    module = parse(text)
+    run_pipeline(module, "plan{band_rows=99}")
+    assert module.kernels[0].constexprs == {"XBLOCK": 2, "RBLOCK": 2048, "RSPLIT": 100}
+    symbolic = parse(text).kernels[0]
+    symbolic.launch.grid = (CallExpr("cdiv", (Sym("n"), Sym("RSPLIT"))),)
+    with pytest.raises(TilecError, match="give band_rows"):
+        run_pipeline(Module([symbolic]), "plan")

@@ -185,7 +185,8 @@ def test_residual_fused_and_gemma_backwards(bench) -> None:
     xf = x.double()
     want = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + bench.EPS) * (1 + w.double())
     assert torch.allclose(bench.gemma_rmsnorm(x.double(), w.double()), want)
-    assert {"add_rmsnorm_bwd", "gemma_rmsnorm_bwd"} <= set(bench.DEFAULT_BWD_OPS)
+    assert {"add_rmsnorm_bwd", "add_layernorm_bwd", "gemma_rmsnorm_bwd"} <= set(bench.DEFAULT_BWD_OPS)
+    assert bench.model_bytes("add_layernorm_bwd", 4, 8, 2) == 4 * 4 * 8 * 2
 
 
 def test_cross_entropy_train_step_is_loss_and_logit_gradient(bench) -> None:

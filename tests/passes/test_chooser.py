@@ -301,6 +301,9 @@ def test_rules_do_not_overlap() -> None:
 
 # How the runs under bench/results/ name what a rule's family, element size and row inputs measured.
 OPS = {"sum": "rmsnorm", "mean-var": "layernorm", "softmax": "softmax"}
+BACKWARD_OPS = {
+    "mix-order": ("rmsnorm_bwd", "layernorm_bwd", "gemma_rmsnorm_bwd", "add_rmsnorm_bwd", "add_layernorm_bwd")
+}
 DTYPES = {2: "bf16", 4: "fp32"}
 NUMBER = r"\d+(?:\.\d+)?"
 # One shape's figures in a rule: "MxN 98.9 vs 101.3" or "MxN 99.4/98.9 vs 97.6".
@@ -339,10 +342,14 @@ def _measured(run: Path) -> dict[Key, list[float]]:
 def _unmatched(rule: Rule, measured: dict[Key, list[float]]) -> list[str]:
     """The figures `rule` quotes that its run does not hold (each, rounded as quoted, must equal a
     figure the run measured for that op, shape and dtype)."""
-    op = OPS[rule.family] if rule.row_inputs == 1 else f"add_{OPS[rule.family]}"
+    if rule.family in BACKWARD_OPS:  # a backward family's rule quotes each op's backward that measured it
+        ops = BACKWARD_OPS[rule.family]
+    else:
+        ops = (OPS[rule.family] if rule.row_inputs == 1 else f"add_{OPS[rule.family]}",)
+    op = "/".join(ops)
     missing = []
     for m, n, tilec, stock in FIGURE.findall(rule.figures):
-        pcts = measured.get((op, int(m), int(n), DTYPES[rule.elem_bytes]), [])
+        pcts = [p for o in ops for p in measured.get((o, int(m), int(n), DTYPES[rule.elem_bytes]), [])]
         for quoted in [*tilec.split("/"), stock]:
             places = len(quoted.partition(".")[2])
             if not any(round(p, places) == float(quoted) for p in pcts):
@@ -505,21 +512,28 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
 
 @pytest.mark.parametrize(
     ("gpu", "runs"),
-    [("H100", ("2026-11-26-h100-survey", "2026-11-26-h100-residual")), ("H200", ("2026-11-26-h200-welford",))],
+    [
+        ("H100", ("2026-11-26-h100-survey", "2026-11-26-h100-residual", "2026-11-26-h100-mix-order")),
+        ("H200", ("2026-11-26-h200-welford",)),
+    ],
 )
 def test_each_gpus_table_is_what_the_tool_derives(gpu: str, runs: tuple[str, ...]) -> None:
-    """A GPU's table is `bench/rules.py --plans` on its plan surveys (the H100's: the forward ops,
-    then the residual-fused norms), rule for rule (action, plan, range, figures, run): what the
-    surveys measured, nothing edited."""
+    """A GPU's table is `bench/rules.py` on its runs — plan surveys (`--plans`: the H100's forward
+    ops, then its residual-fused norms) and `tilec bench` runs (the H100's norm backward at the
+    shapes Inductor fuses) — rule for rule (action, plan, range, figures, run): what the runs
+    measured, nothing edited."""
     from tilec.ir import target
 
     tool = load("rules")
     rules: tuple[Rule, ...] = ()
     for run in runs:
         survey = ROOT / RESULTS / run / "plans.jsonl"
-        plans = [json.loads(line) for line in survey.read_text().splitlines() if line.strip()]
-        rules += tuple(r for d in tool.derive([], plans=plans) for r in eval(d.source(run), {"Rule": Rule}))
-        assert tool.main(["--plans", str(survey)]) == 0
+        bench = ROOT / RESULTS / run / "results.jsonl"
+        path = survey if survey.exists() else bench
+        found = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        derived = tool.derive([], plans=found) if survey.exists() else tool.derive(found)
+        rules += tuple(r for d in derived for r in eval(d.source(run), {"Rule": Rule}))
+        assert tool.main(["--plans", str(survey)] if survey.exists() else [str(bench)]) == 0
     assert TABLES[getattr(target, gpu).name] == rules
 
 

@@ -744,8 +744,13 @@ def _for(e: PythonEmitter, o: Operation, d: int) -> None:
     for a, init in zip(iters, o.inits):
         e.emit(d, f"{e.n(a)} = {e.carried(init)}")
     lo, hi, step = e.bound(o.lower), e.bound(o.upper), e.bound(o.step)
-    rng = f"{e.L}.static_range" if o.attr("unroll") else "range"
-    e.emit(d, f"for {e.n(iv)} in {rng}({lo}, {hi}, {step}):", o)
+    if o.attr("unroll"):
+        head = f"{e.L}.static_range({lo}, {hi}, {step})"
+    elif o.attr("stages") > 1 and e.L == "tl":  # software pipelining: a Triton hint (Gluon pipelines by hand)
+        head = f"tl.range({lo}, {hi}, {step}, num_stages={o.attr('stages')})"
+    else:
+        head = f"range({lo}, {hi}, {step})"
+    e.emit(d, f"for {e.n(iv)} in {head}:", o)
     start = len(e.lines)
     e.block(body, d + 1)
     if iters and body.terminator is not None:

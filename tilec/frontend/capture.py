@@ -33,8 +33,7 @@ from typing import Any
 import sympy
 import torch
 
-from tilec.frontend.lower import lower, traced_layouts, traced_values
-from tilec.frontend.reasons import MIX_ORDER_REDUCTION
+from tilec.frontend.lower import lower, mix_order_features, traced_layouts, traced_values
 from tilec.frontend.result import Lowered, Unsupported
 from tilec.ir.target import H100 as TARGET
 
@@ -368,17 +367,18 @@ def _scheduling_class() -> type:
             )
 
         def codegen_mix_order_reduction(self, node: Any) -> Any:
-            """Inductor's fused norm backward (not through codegen_node_schedule): recorded as
-            declined, with stock's kernel."""
-            from torch._inductor.scheduler import MixOrderReduction
-
-            numel, rnumel = MixOrderReduction.get_numel_rnumel(node.node1)
+            """Inductor's fused norm backward (not through codegen_node_schedule): lowered as a
+            banded kernel (from copies of its nodes), then stock's kernel generated."""
+            features = mix_order_features(self, node)
+            result = lower(features, self, strict=self.strict, mix_order=True)
             record = CapturedKernel(
                 name="",
-                result=Unsupported(MIX_ORDER_REDUCTION),
-                numel=str(numel),
-                rnumel=str(rnumel),
-                reductions=sorted({str(n.node.get_reduction_type()) for n in node.get_nodes() if n.is_reduction()}),
+                result=result,
+                numel=str(features.numel),
+                rnumel=str(features.reduction_numel),
+                reductions=_reduction_types(features),
+                symbols=_symbol_values(result),
+                layouts=_traced_layouts(result),
             )
             return self._recording(record, lambda: super(CaptureScheduling, self).codegen_mix_order_reduction(node))
 

@@ -41,6 +41,8 @@ class KernelSink(Protocol):
 
     def store_reduction(self, name: str, index: Any, value: Any) -> None: ...
 
+    def partial_accumulate(self, name: str, rtype: str, value: TV) -> None: ...
+
     def note_reduction(self, rtype: str) -> None: ...
 
     def index(self, expr: Any, dtype: DType) -> TV: ...
@@ -277,6 +279,9 @@ class TileOpsHandler(DefaultHandler):
 
     def op_store_reduction(self, name: str, index: Any, value: Any) -> None:
         self.kb.store_reduction(name, index, value)
+
+    def op_partial_accumulate(self, name: str, reduction_type: str, value: Any, extra_meta: Any = None) -> None:
+        self.kb.partial_accumulate(name, reduction_type, self.tv(value))
 
     def op_reduction(self, dtype: torch.dtype, src_dtype: torch.dtype, reduction_type: str, value: Any) -> Any:
         if isinstance(value, tuple):

@@ -14,6 +14,14 @@ input chain in every output node).
 
 Reduction loops are built as a detached block; a reduction adds loop-carried accumulators to it
 as it is met, and closing the loop creates the `tile.for` (after everything the loop uses).
+
+A **banded** kernel (Inductor's mix-order reduction: a norm's backward, its rows' dx and its
+columns' sums over the rows in one kernel) gives each program a band of `RSPLIT` consecutive
+rows: the row code above runs inside a loop over the band's row blocks (`XBLOCK` rows at a time),
+and each column sum (`partial_accumulate`) is carried through that loop as a `[1, RBLOCK]` fp32
+accumulator, stored after it to the program's row of a workspace (`ws_ptr`); the wrapper sums
+the workspace's rows. The whole row is one tile (`RBLOCK` is bound to cover it), so each
+reduction loop runs once and the column accumulators pass through it unchanged but for the add.
 """
 
 from __future__ import annotations
@@ -38,6 +46,8 @@ from tilec.ir.types import PointerType, TileType
 
 XBLOCK = Sym("XBLOCK")
 RBLOCK = Sym("RBLOCK")
+RSPLIT = Sym("RSPLIT")  # a banded kernel's rows per program
+WORKSPACE = "ws_ptr"  # a banded kernel's column sums, one row per program and sum (Inductor's name)
 XNUMEL = "xnumel"  # the scalar parameter holding a symbolic x size
 RNUMEL = "rnumel"  # the scalar parameter holding a symbolic reduction length
 
@@ -128,19 +138,47 @@ class Loop:
     reductions: dict[Any, tuple[PendingReduction, ...]] = field(default_factory=dict)
     pending_stores: list[tuple[Callable[[TV], Any], PendingReduction]] = field(default_factory=list)
     op: ForOp | None = None
+    columns: list[tuple[int, int]] = field(default_factory=list)  # (band column sum, index among the results)
+
+
+@dataclass(eq=False)
+class Band:
+    """A banded kernel's loop over its program's rows, being built: its body, and each column
+    sum's carried value as the body has it so far (its block argument, then the result of each
+    reduction loop that added to it)."""
+
+    body: Block
+    offset: Value  # the row block's first row (the loop's induction variable)
+    inits: list[Value] = field(default_factory=list)
+    current: list[Value] = field(default_factory=list)
 
 
 class LogicalBuilder:
-    def __init__(self, name: str, numel: int | None, rnumel: int | None, reduction: bool, index_dtype: DType) -> None:
+    def __init__(
+        self,
+        name: str,
+        numel: int | None,
+        rnumel: int | None,
+        reduction: bool,
+        index_dtype: DType,
+        banded: bool = False,
+    ) -> None:
         """`numel` None: the x size is symbolic, a scalar parameter `xnumel` the launch passes;
-        `rnumel` None likewise (the parameter `rnumel`)."""
+        `rnumel` None likewise (the parameter `rnumel`). `banded`: a mix-order reduction's kernel
+        (a known row length, which one `RBLOCK` covers)."""
         constexprs: dict[str, int | None] = {"XBLOCK": None}
         if reduction:
             constexprs["RBLOCK"] = None
         xsize: IntExpr = Sym(XNUMEL) if numel is None else numel
         grid: tuple[IntExpr, ...] = (CallExpr("cdiv", (xsize, XBLOCK)),)
+        if banded:
+            assert reduction and rnumel is not None
+            constexprs = {"XBLOCK": None, "RBLOCK": 1 << max(0, (rnumel - 1).bit_length()), "RSPLIT": None}
+            grid = (CallExpr("cdiv", (xsize, RSPLIT)),)
         self.kernel = Kernel(name, [], constexprs=constexprs, launch=Launch(grid=grid))
-        self.top = Builder.at_end(self.kernel.body)
+        self.outer = Builder.at_end(self.kernel.body)  # the kernel's top level (a banded kernel's band loop is in it)
+        self.band: Band | None = None
+        self.top = self.outer
         self.top_cache: dict[Any, TV] = {}
         self.top_loads: dict[Any, TV] = {}
         self.numel, self.rnumel, self.reduction = numel, rnumel, reduction
@@ -264,18 +302,33 @@ class LogicalBuilder:
         pid = top.op("tile.program_id", type=i32, name_hint="pid")
         if idt != i32:
             pid = top.op("tile.cast", pid, type=idt, name_hint="pid64")
-        xblock = self.const(XBLOCK, idt, "xblock")
-        xoffset = top.op("tile.mul", pid, xblock.value, type=idt, name_hint="xoffset")
-        xrange = range_of(XBLOCK, "xrange")
-        flat = top.op("tile.add", xrange, xoffset, type=xrange.type, name_hint="xrow" if self.reduction else "xindex")
-        if self.reduction:
-            flat = top.op("tile.expand_dims", flat, type=TileType((XBLOCK, 1), idt), axis=1, name_hint="xindex")
-        self.xindex = TV(flat, "x")
         # the sizes get their own constants (not shared with equal coefficients): clearer loops
         if self.numel is None:
             xnumel = self.size_param(XNUMEL)
         else:
             xnumel = TV(top.op("tile.constant", type=idt, value=self.numel, name_hint="xnumel"), "")
+        xblock = self.const(XBLOCK, idt, "xblock")
+        if "RSPLIT" in self.kernel.constexprs:
+            # the band: rows [pid * RSPLIT, min(pid * RSPLIT + RSPLIT, xnumel)), XBLOCK at a time
+            rsplit = top.op("tile.constant", type=idt, value=RSPLIT, name_hint="rsplit")
+            start = top.op("tile.mul", pid, rsplit, type=idt, name_hint="band_start")
+            after = top.op("tile.add", start, rsplit, type=idt, name_hint="band_after")
+            end = top.op("tile.minimum", after, xnumel.value, type=idt, name_hint="band_end")
+            body = Block([idt], ["xoffset"])
+            self.band = Band(body, body.args[0])
+            self.band_bounds = (start, end, xblock.value)
+            self.protected.update(id(op.result) for op in top.block.ops)
+            top = self.top = Builder.at_end(body)
+            self.top_cache = {}
+            xoffset = self.band.offset
+            xnumel = TV(end, "")  # rows past the band's end are masked off (they are the next band's)
+        else:
+            xoffset = top.op("tile.mul", pid, xblock.value, type=idt, name_hint="xoffset")
+        xrange = range_of(XBLOCK, "xrange")
+        flat = top.op("tile.add", xrange, xoffset, type=xrange.type, name_hint="xrow" if self.reduction else "xindex")
+        if self.reduction:
+            flat = top.op("tile.expand_dims", flat, type=TileType((XBLOCK, 1), idt), axis=1, name_hint="xindex")
+        self.xindex = TV(flat, "x")
         self.xmask = self.emit("tile.cmp", [self.xindex, xnumel], "x", i1, "xmask", predicate="lt")
         self.protected.update(id(op.result) for op in top.block.ops)
         if self.reduction:
@@ -354,6 +407,9 @@ class LogicalBuilder:
         self.top.insert(op)
         loop.op = op
         self.loop = None
+        if self.band is not None:
+            for column, result in loop.columns:
+                self.band.current[column] = op.results[result]
         for store, pending in loop.pending_stores:
             store(self.resolve(pending))
 
@@ -470,6 +526,74 @@ class LogicalBuilder:
             raise UnsupportedError(unsupported_reduction(rtype))
         loop.reductions[key] = outs
         return outs
+
+    def column_sum(self, value: TV) -> None:
+        """A banded kernel's `partial_accumulate(sum)`: `value` ([XBLOCK, RBLOCK] in the open
+        reduction loop) summed over the block's rows in fp32 and added to a new column sum carried
+        through the band loop (and through this reduction loop, which runs once)."""
+        band, loop = self.band, self.loop
+        assert band is not None
+        if loop is None:
+            raise UnsupportedError(REDUCTION_OUTSIDE_LOOP)
+        mask = self.base_mask("xr")
+        assert mask is not None
+        v = self.to_dims(self.cast(value, f32), "xr")
+        row = TileType((1, RBLOCK), f32)
+        init = self.outer.op("tile.full", type=row, value=0.0, name_hint="column_init")
+        band.inits.append(init)
+        band.current.append(band.body.add_arg(row, "acc_column"))
+        column = len(band.current) - 1
+        loop.inits.append(band.current[column])
+        acc = loop.body.add_arg(row, "acc_column_chunk")
+        lb = loop.builder
+        part = lb.op(
+            "tile.reduce",
+            v.value,
+            mask.value,
+            type=TileType((RBLOCK,), f32),
+            kind="sum",
+            axis=0,
+            name_hint="column_part",
+        )
+        wide = lb.op("tile.expand_dims", part, type=row, axis=0, name_hint="column_part_row")
+        loop.nexts.append(lb.op("tile.add", acc, wide, type=row, name_hint="acc_column_next"))
+        loop.columns.append((column, len(loop.inits) - 1))
+
+    def close_band(self) -> None:
+        """Ends a banded kernel's band loop and stores each column sum to the workspace: sum `i`
+        of program `p` at row `p + i * programs`, `rnumel` floats a row."""
+        band = self.band
+        assert band is not None and self.loop is None
+        Builder.at_end(band.body).insert(YieldOp(list(band.current)))
+        start, end, step = self.band_bounds
+        op = ForOp([start, end, step, *band.inits], [v.type for v in band.inits], {}, [band.body])
+        for r in op.results:
+            r.name_hint = "column"
+        self.outer.insert(op)
+        self.top, self.band = self.outer, None
+        if not op.results:
+            return
+        out, idt = self.outer, self.index_dtype
+        ws = self.param(WORKSPACE, f32)
+        pid = out.op("tile.program_id", type=idt if idt == i32 else i32, name_hint="pid")
+        programs = out.op("tile.num_programs", type=i32, name_hint="programs")
+        if idt != i32:
+            pid = out.op("tile.cast", pid, type=idt, name_hint="pid64")
+            programs = out.op("tile.cast", programs, type=idt, name_hint="programs64")
+        cols = out.op("tile.arange", type=TileType((RBLOCK,), i32), end=RBLOCK, name_hint="column_index")
+        if idt != i32:
+            cols = out.op("tile.cast", cols, type=TileType((RBLOCK,), idt), name_hint="column_index64")
+        cols = out.op("tile.expand_dims", cols, type=TileType((1, RBLOCK), idt), axis=0, name_hint="column")
+        rnumel = out.op("tile.constant", type=idt, value=self.rnumel, name_hint="rnumel")
+        mask = out.op("tile.cmp", cols, rnumel, type=TileType((1, RBLOCK), i1), predicate="lt", name_hint="column_mask")
+        for i, total in enumerate(op.results):
+            row = pid
+            if i:
+                k = out.op("tile.constant", type=idt, value=i, name_hint=f"c{i}")
+                row = out.op("tile.add", pid, out.op("tile.mul", programs, k, type=idt), type=idt, name_hint="ws_row")
+            base = out.op("tile.mul", row, rnumel, type=idt, name_hint="ws_base")
+            offs = out.op("tile.add", cols, base, type=TileType((1, RBLOCK), idt), name_hint="ws_offsets")
+            out.create("tile.store", ws, offs, total, mask)
 
     def resolve(self, pending: PendingReduction) -> TV:
         """The `[XBLOCK, 1]` value of a reduction output (its loop must be closed)."""

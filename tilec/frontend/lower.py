@@ -28,8 +28,11 @@ import sympy
 
 from tilec.frontend.handler import TileOpsHandler
 from tilec.frontend.indexing import IndexTranslator
-from tilec.frontend.logical import RNUMEL, TV, XNUMEL, LogicalBuilder, PendingReduction
+from tilec.frontend.logical import RNUMEL, TV, WORKSPACE, XNUMEL, LogicalBuilder, PendingReduction
 from tilec.frontend.reasons import (
+    BANDED_OUTSIDE_MIX_ORDER,
+    BANDED_REDUCTION_TYPE,
+    BANDED_SYMBOLIC_ROW,
     CANNOT_SPLIT_RANGES,
     DYNAMIC_SHAPE,
     INTERNAL_ERROR,
@@ -54,14 +57,21 @@ __all__ = ["Lowered", "Unsupported", "lower"]
 
 
 def lower(
-    kernel_features: Any, scheduling: Any = None, name: str | None = None, strict: bool = False
+    kernel_features: Any,
+    scheduling: Any = None,
+    name: str | None = None,
+    strict: bool = False,
+    mix_order: bool = False,
 ) -> Lowered | Unsupported:
     """The logical-form kernel for `kernel_features` (a `SIMDKernelFeatures`), or `Unsupported`.
 
     `name` names the IR kernel (default: derived from the fused nodes' origins). With
-    `strict`, internal errors raise instead of becoming `Unsupported(INTERNAL_ERROR: ...)`."""
+    `strict`, internal errors raise instead of becoming `Unsupported(INTERNAL_ERROR: ...)`.
+    `mix_order`: the features are a mix-order reduction's (the node schedule Inductor builds in
+    `_codegen_mix_order_reduction`: the row reduction's nodes, then the column reductions
+    turned into `partial_accumulate` nodes); the kernel is banded (`tilec.frontend.logical`)."""
     try:
-        return KernelBuilder(kernel_features, scheduling, name).build()
+        return KernelBuilder(kernel_features, scheduling, name, mix_order).build()
     except UnsupportedError as e:
         return Unsupported(e.reason)
     except Exception as e:
@@ -69,6 +79,32 @@ def lower(
             raise
         log.debug("tilec.lower failed", exc_info=True)
         return Unsupported(f"{INTERNAL_ERROR}: {error_line(e, 200)}")
+
+
+def mix_order_features(scheduling: Any, node: Any) -> Any:
+    """The `SIMDKernelFeatures` of a mix-order reduction (`node`: Inductor's fused norm backward),
+    built as `_codegen_mix_order_reduction` builds them — the row reduction's nodes, then each
+    column reduction turned into a `partial_accumulate` over (rows, columns) — but from copies of
+    the column reductions' nodes: `node` is left as it was, for stock code generation."""
+    import copy
+
+    from torch._inductor.codegen.simd_kernel_features import SIMDKernelFeatures
+    from torch._inductor.scheduler import MixOrderReduction
+
+    numel, rnumel = MixOrderReduction.get_numel_rnumel(node.node1)
+    reductions, _ = scheduling._split_mix_order_reduction_epilogue(node.node2)
+    converted = []
+    for sub in reductions:
+        twin = copy.copy(sub)  # its loop body replaced below before anything changes one in place
+        if getattr(twin, "_loop_mutation_listener", None) is not None:
+            twin._loop_mutation_listener = None
+        twin.cancel_reduction_split()  # a new body where the reduction was split
+        twin._body = twin._body.reorder_iter_loops(list(range(len(twin._body.sizes[0]))))  # a body of its own
+        twin = twin.extract_pw_from_reduction()  # (changes the body in place)
+        twin.swap_pw_red_dimension()
+        converted.append(twin)
+    schedule = scheduling.generate_node_schedule(node.node1.get_nodes() + converted, numel, rnumel)
+    return SIMDKernelFeatures(schedule, numel, rnumel)
 
 
 def symbolic_size(e: Any) -> sympy.Expr:
@@ -122,8 +158,10 @@ class _Stored:
 class KernelBuilder:
     """The state of one lowering: the helper Inductor kernel, the IR emitter, what was stored."""
 
-    def __init__(self, features: Any, scheduling: Any, name: str | None) -> None:
+    def __init__(self, features: Any, scheduling: Any, name: str | None, mix_order: bool = False) -> None:
         self.features = features
+        self.mix_order = mix_order
+        self.partials: list[str] = []  # a mix-order kernel's column sums, in workspace order
         self.scheduling = scheduling
         self.node_schedule = list(features.node_schedule)
         self.name = name
@@ -168,13 +206,17 @@ class KernelBuilder:
             self.sizes[XNUMEL] = numel_expr
         if rnumel is None and reduction:
             self.sizes[RNUMEL] = rnumel_expr
-        self.lb = LogicalBuilder(name, numel, rnumel, reduction, self.index_dtype)
+        if self.mix_order and (rnumel is None or not reduction):
+            raise UnsupportedError(BANDED_SYMBOLIC_ROW)
+        self.lb = LogicalBuilder(name, numel, rnumel, reduction, self.index_dtype, banded=self.mix_order)
         self.ikernel = _helper_kernel(self.features, numel_expr, rnumel_expr)
         self.kargs = self.ikernel.args
         self.translate = IndexTranslator(self.lb, self._lookup, self.size)
         with V.set_kernel_handler(self.ikernel):
             self._decide_inplace()
             self._replay(DisableReduction, EnableReduction)
+        if self.mix_order:
+            self.lb.close_band()
         self._finish()
         return Lowered(
             kernel=self.lb.kernel,
@@ -190,6 +232,7 @@ class KernelBuilder:
             node_names=[n.get_name() for n in nodes],
             accesses=self.accesses,
             inductor_kernel=self.ikernel,
+            column_sums=list(self.partials),
         )
 
     def _index_dtype(self, total: int | None) -> DType:
@@ -532,6 +575,17 @@ class KernelBuilder:
 
         loop.pending_stores.append((finish, value))
 
+    def partial_accumulate(self, name: str, rtype: str, value: TV) -> None:
+        """A mix-order kernel's column reduction of `name` over its band (Inductor numbers the
+        workspace's sums in the order it meets them, as this does)."""
+        if not self.mix_order:
+            raise UnsupportedError(BANDED_OUTSIDE_MIX_ORDER)
+        if rtype != "sum":
+            raise UnsupportedError(BANDED_REDUCTION_TYPE)
+        self.lb.column_sum(value)
+        self.partials.append(name)
+        self.note_reduction(rtype)
+
     # -- after the replay
 
     def _finish(self) -> None:
@@ -614,6 +668,9 @@ class KernelBuilder:
         args = []
         for p in kernel.params:
             assert p.name_hint is not None
+            if p.name_hint == WORKSPACE and self.mix_order:  # allocated by the wrapper, its rows per program
+                args.append(KernelArg(p.name_hint, WORKSPACE, "write", "f32"))
+                continue
             if not isinstance(p.type, PointerType):  # a symbolic size (Lowered.sizes), or a value
                 if p.name_hint in self.buffers and isinstance(p.type, DType):
                     args.append(KernelArg(p.name_hint, self.buffers[p.name_hint], "value", p.type.name, (), (), 0))
@@ -651,6 +708,8 @@ def traced_layouts(lowered: Lowered) -> dict[str, tuple[tuple[int, ...], tuple[i
     values = traced_values()
     out = {}
     for a in lowered.args:
+        if a.buffer == WORKSPACE:  # not a graph buffer: its size follows the plan's band (RSPLIT)
+            continue
         layout = V.graph.get_buffer(a.buffer).get_layout()
         shape = tuple(_at_traced(n, values) for n in layout.size)
         out[a.buffer] = (shape, tuple(_at_traced(n, values) for n in layout.stride), _at_traced(layout.offset, values))

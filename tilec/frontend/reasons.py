@@ -35,10 +35,9 @@ SCALAR_ARGUMENT = (
     "a boolean 0-d CPU tensor passed to a GPU kernel by value (the wrapper's `.item()`) is not supported "
     "(numbers are scalar parameters)"
 )
-MIX_ORDER_REDUCTION = (
-    "a mix-order reduction (Inductor fused a norm's backward: its row sums and its column sums over the "
-    "rows in one kernel) is not lowered by tilec"
-)
+BANDED_OUTSIDE_MIX_ORDER = "a column sum over the rows (partial_accumulate) outside a mix-order reduction"
+BANDED_SYMBOLIC_ROW = "a mix-order reduction over rows of symbolic length is not supported"
+BANDED_REDUCTION_TYPE = "a mix-order reduction's column reduction other than a sum is not supported"
 CANNOT_SPLIT_RANGES = "a node's iteration ranges do not map onto the kernel's (x, r) space"
 INTERNAL_ERROR = "internal error in tilec.lower"
 

@@ -74,6 +74,9 @@ class Lowered:
     # symbolic x size, "rnumel" for a symbolic reduction length, "ks0", "ks1", ... for the
     # symbolic coefficients, divisors and bounds of its indices
     sizes: dict[str, Any] = field(default_factory=dict)
+    # a mix-order kernel's column sums (the buffers of its `partial_accumulate`s), in the order of
+    # their rows in the workspace (`ws_ptr`); empty for every other kernel
+    column_sums: list[str] = field(default_factory=list)
 
     @property
     def is_reduction(self) -> bool:

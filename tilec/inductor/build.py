@@ -23,6 +23,7 @@ class Emitted:
     source: str
     order: list[int]  # run() argument index per parameter of the emitted launch()
     remarks: tuple[str, ...] = ()  # why passes of the pipeline left the kernel (or parts) as it was
+    constexprs: dict[str, int] = field(default_factory=dict)  # the planned kernel's (a banded one's RSPLIT)
 
 
 @dataclass
@@ -108,7 +109,14 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuil
 
         triton_pipeline = pipeline_of("triton")
         tk, t_remarks = _pipeline(text, triton_pipeline)
-        triton = Emitted("triton", triton_pipeline, emit_triton(tk).source, _order(tk, names, "Triton"), t_remarks)
+        triton = Emitted(
+            "triton",
+            triton_pipeline,
+            emit_triton(tk).source,
+            _order(tk, names, "Triton"),
+            t_remarks,
+            {k: v for k, v in tk.constexprs.items() if v is not None},
+        )
         if emitter == "triton":
             built = (triton, None, [])
         else:

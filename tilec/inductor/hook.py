@@ -13,14 +13,16 @@ scheduling is `tilec.inductor.cpu`.
 from __future__ import annotations
 
 import functools
+import logging
 from typing import Any
 
 from tilec import config as cfg
-from tilec.frontend.reasons import MIX_ORDER_REDUCTION
 from tilec.inductor.build import KernelBuild
 from tilec.inductor.cpu import CpuFallbackError, triton_cpu_driver
-from tilec.inductor.policy import attempt
-from tilec.inductor.wrapper import commit, current_device, free_buffers, note
+from tilec.inductor.policy import INTERNAL_ERROR, attempt, attempt_mix_order
+from tilec.inductor.wrapper import commit, current_device, define_mix_order, free_buffers, note
+
+log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -30,6 +32,8 @@ def triton_scheduling_class() -> type:
 
     class TilecTritonScheduling(TritonScheduling):
         _stock_names: list[str] | None = None
+        _mix_order: KernelBuild | None = None  # a mix-order kernel taken, until define_kernel defines it
+        _mix_order_name: str | None = None
 
         def codegen_node_schedule(self, kernel_features: Any) -> Any:
             device = current_device()
@@ -49,11 +53,27 @@ def triton_scheduling_class() -> type:
             return self._stock(lambda: super(TilecTritonScheduling, self).codegen_node_schedule(kernel_features), built)
 
         def codegen_mix_order_reduction(self, node: Any) -> Any:
-            """Inductor's fused norm backward does not pass through codegen_node_schedule: stock
-            generates it, and the report says so."""
-            return self._stock(
-                lambda: super(TilecTritonScheduling, self).codegen_mix_order_reduction(node), MIX_ORDER_REDUCTION
-            )
+            """Inductor's fused norm backward (not through codegen_node_schedule). Decided first,
+            on copies of its nodes (`attempt_mix_order`); taken, stock code generation runs with
+            tilec's band (the split size, so the wrapper's workspace and sums match it) and
+            `define_kernel` defines tilec's kernel in place of stock's."""
+            from torch._inductor import config as ic
+
+            device = current_device()
+            built = attempt_mix_order(self, node, device)
+            if not isinstance(built, KernelBuild):
+                return self._stock(lambda: super(TilecTritonScheduling, self).codegen_mix_order_reduction(node), built)
+            self._mix_order, self._mix_order_name = built, None
+            try:
+                with ic.patch({"triton.mix_order_reduction_split_size": built.primary.constexprs["RSPLIT"]}):
+                    result = super().codegen_mix_order_reduction(node)
+            finally:
+                self._mix_order, name = None, self._mix_order_name
+            if name is None:  # stock defined its kernel after all (strict raised before)
+                note("?", None, f"{INTERNAL_ERROR}: the mix-order kernel was not defined by tilec", device)
+            else:
+                note(name, built, None, device)
+            return result
 
         def _stock(self, generate: Any, reason: str) -> Any:
             """Stock code generation (`generate`), the kernel it defines recorded as not taken."""
@@ -66,6 +86,16 @@ def triton_scheduling_class() -> type:
             return result
 
         def define_kernel(self, src_code: str, node_schedule: Any, kernel: Any) -> str:
+            built = self._mix_order
+            if built is not None and getattr(kernel, "mix_order_reduction", False):
+                self._mix_order = None
+                try:
+                    self._mix_order_name = define_mix_order(kernel, node_schedule, built)
+                    return self._mix_order_name
+                except Exception:
+                    if cfg.strict:
+                        raise
+                    log.warning("tilec: a mix-order kernel falls back to Inductor's", exc_info=True)
             name = super().define_kernel(src_code, node_schedule, kernel)
             if self._stock_names is not None:
                 self._stock_names.append(name)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from typing import Any
 
 from tilec import config as cfg
@@ -163,3 +164,60 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | str:
             "tilec: a kernel falls back to Inductor: %s", error_line(e), exc_info=log.isEnabledFor(logging.DEBUG)
         )
         return f"{INTERNAL_ERROR}: {error_line(e)}"
+
+
+MIX_ORDER_GLUON = "a mix-order reduction has a Triton plan only (tilec.config.emitter is 'gluon')"
+
+
+def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | str:
+    """A mix-order reduction (Inductor's fused norm backward, `node`) built as a banded Triton
+    kernel, or the reason stock Inductor keeps it. Lowers copies of the node's column reductions:
+    changes nothing in Inductor. The build's planned `RSPLIT` is the band the wrapper must use.
+    The GPU's table decides (the autotuner does not time these kernels yet)."""
+    from tilec.frontend import Unsupported, lower
+    from tilec.frontend.lower import mix_order_features
+
+    reason = decline_reason(device)
+    if reason is not None:
+        return reason
+    if device.type != "cuda":
+        return "a mix-order reduction on the CPU is not lowered"
+    if cfg.emitter == "gluon":
+        return MIX_ORDER_GLUON
+    target = device_target(device)
+    try:
+        features = mix_order_features(scheduling, node)
+        lowered = lower(features, scheduling, name=PLACEHOLDER, strict=cfg.strict, mix_order=True)
+        if isinstance(lowered, Unsupported):
+            return lowered.reason
+        from tilec.passes.chooser import Decline, choose
+
+        forced = "triton" if cfg.emitter == "triton" else None
+        choice = choose(lowered.kernel, hopper=False, forced=forced, decline=cfg.decline, gpu=target.name)
+        if isinstance(choice, Decline):
+            return choice.reason
+        options = choice.plan
+        if lowered.numel is None:  # a symbolic row count: the band from the rows it was traced with
+            options = ",".join(o for o in (options, f"band_rows={_band_rows(lowered, target)}") if o)
+        built = build(lowered, "triton", device.type, options)
+        # named as stock names it: a persistent reduction (the whole row one block)
+        built.stem = re.sub(r"^triton_red_", "triton_per_", name_stem(lowered, list(features.node_schedule)))
+        return built
+    except Exception as e:
+        if cfg.strict:
+            raise
+        log.warning(
+            "tilec: a kernel falls back to Inductor: %s", error_line(e), exc_info=log.isEnabledFor(logging.DEBUG)
+        )
+        return f"{INTERNAL_ERROR}: {error_line(e)}"
+
+
+def _band_rows(lowered: Any, target: Target) -> int:
+    """A banded kernel's rows per program for the row count its graph was traced with (the plan
+    pass's default: two programs per SM for rows of up to 2048 elements, else one)."""
+    from tilec.frontend.logical import XNUMEL
+    from tilec.frontend.lower import traced_sizes
+
+    rows = dict(zip(lowered.sizes, traced_sizes(lowered)))[XNUMEL]
+    bands = target.sm_count * (2 if (lowered.rnumel or 0) <= 2048 else 1)
+    return max(1, -(-rows // bands))

@@ -117,6 +117,47 @@ def commit(scheduling: Any, features: Any, built: KernelBuild) -> str:
     return name
 
 
+def define_mix_order(kernel: Any, node_schedule: Any, built: KernelBuild) -> str:
+    """Defines a taken mix-order kernel where stock codegen defines its own
+    (`_codegen_mix_order_reduction`, whose bookkeeping runs around it: the workspace, the call
+    through `kernel.call_kernel`, the sums of the workspace's rows). The call passes stock's
+    arguments — its buffers, the workspace, then each size (`xnumel`, `r0_numel`) — so the
+    launcher's order maps tilec's parameters onto them, by buffer. Returns the kernel's name."""
+    from dataclasses import replace
+
+    from torch._inductor.utils import get_kernel_metadata
+    from torch._inductor.virtualized import V
+
+    from tilec.frontend.logical import WORKSPACE
+
+    args = kernel.args
+    defs = args.python_argdefs()[0]
+    stock = [getattr(d, "name", d) for d in defs]
+    stock += [f"{t.prefix}numel" for t in kernel.range_trees if not t.is_reduction or kernel.inside_reduction]
+    by_buffer = {**args.input_buffers, **args.output_buffers}
+    for buf, inplaced in args.inplace_buffers.items():
+        by_buffer.setdefault(buf, getattr(inplaced, "inner_name", inplaced))
+    lowered = built.lowered
+    tilec_names = [a.param for a in lowered.args] + list(lowered.sizes)
+    mapped = []
+    for name in tilec_names:
+        arg = next((a for a in lowered.args if a.param == name), None)
+        if arg is None or arg.buffer == WORKSPACE:
+            stock_name = name  # the workspace and the sizes are named alike
+        else:
+            stock_name = by_buffer.get(arg.buffer)
+        if stock_name not in stock:
+            raise RuntimeError(f"tilec's parameter {name} has no argument in stock's mix-order call ({stock})")
+        mapped.append(stock.index(stock_name))
+    primary = replace(built.primary, order=[mapped[i] for i in built.primary.order])
+    built = replace(built, primary=primary, fallback=None)
+    wrapper = V.graph.wrapper_code
+    name = f"{built.stem}_{wrapper.next_kernel_suffix()}"
+    origins, detailed = get_kernel_metadata(node_schedule, wrapper)
+    wrapper.define_kernel(name, definition(name, built), f"{origins}\n{detailed}")
+    return name
+
+
 def note(name: str, built: KernelBuild | None, reason: str | None, device: Any) -> None:
     """Records the kernel, and has the wrapper module record it again wherever it is loaded from
     Inductor's caches."""

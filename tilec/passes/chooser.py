@@ -49,7 +49,7 @@ from tilec.ir.core import Kernel, Value, defining_op
 from tilec.ir.ops.memory import LoadOp
 from tilec.ir.target import DEFAULT, H100, H200
 from tilec.ir.types import TileType
-from tilec.passes.plan import reads_columns, reduction_numel, widest_row_load_bytes, x_numel
+from tilec.passes.plan import band_loop, reads_columns, reduction_numel, widest_row_load_bytes, x_numel
 from tilec.passes.rewrite import const_value
 
 __all__ = [
@@ -81,7 +81,8 @@ class Signature:
     """What the choice depends on."""
 
     # "sum" (RMSNorm's sum of squares), "mean-var" (LayerNorm's), "softmax", "sum-of-products" (a
-    # norm's backward), "column-sum" / "column-reduce" (along x: weight gradients), "reduce", "pointwise"
+    # norm's backward), "column-sum" / "column-reduce" (along x: weight gradients), "mix-order" (a
+    # norm's backward with its weight gradients: Inductor's mix-order reduction), "reduce", "pointwise"
     family: str
     rows: int | None  # M, if constant
     n: int | None  # the row length, if constant
@@ -147,7 +148,9 @@ class Rule:
 # rule sets (for stock: tilec's fastest of the survey's).
 #
 # The H100 (NVIDIA H100 80GB HBM3): the forward ops, then the residual-fused norms (two row
-# inputs, two outputs: bench/plans.py --ops add_rmsnorm,add_layernorm).
+# inputs, two outputs: bench/plans.py --ops add_rmsnorm,add_layernorm), then the norms' backward
+# where Inductor fuses it into a mix-order reduction (`bench/rules.py` on a `tilec bench --bwd`
+# run at those shapes: the op's whole backward, tilec's banded kernel against stock's).
 RULES: tuple[Rule, ...] = (
     Rule("mean-var", 0, 2048, "stock", "2026-11-26-h100-survey", "32768x512 99.7 vs 99.3"),
     Rule(
@@ -411,6 +414,24 @@ RULES: tuple[Rule, ...] = (
         plan="xblock=1,chunk=16384,num_warps=16",
         row_inputs=2,
     ),
+    Rule(
+        "mix-order",
+        0,
+        2**62,
+        "triton",
+        "2026-11-26-h100-mix-order",
+        "4096x2048 70.6 vs 58.6; 8192x2048 78.0 vs 71.2; 32768x2048 87.5 vs 80.5; 4096x2048 54.3 vs 46.2; 8192x2048 64.8 vs 55.8; 16384x2048 75.0 vs 67.7; 32768x2048 81.1 vs 72.0; 4096x2048 70.3 vs 58.8; 8192x2048 77.1 vs 70.2; 16384x2048 83.9 vs 77.2; 32768x2048 87.8 vs 80.5; 8192x4096 85.9 vs 72.2; 16384x4096 89.5 vs 81.1; 8192x4096 77.8 vs 58.6; 16384x4096 83.7 vs 70.6; 32768x4096 89.7 vs 73.4; 8192x4096 85.1 vs 71.8; 16384x4096 89.8 vs 81.3; 32768x4096 92.4 vs 83.1; 16384x8192 91.5 vs 77.0; 16384x8192 88.3 vs 69.1; 16384x8192 92.1 vs 77.5; 32768x16384 85.9 vs 82.1; 32768x16384 55.4 vs 44.3; 32768x16384 89.7 vs 86.5",
+        row_inputs=2,
+    ),
+    Rule(
+        "mix-order",
+        0,
+        2**62,
+        "triton",
+        "2026-11-26-h100-mix-order",
+        "4096x2048 64.2 vs 56.3; 8192x2048 72.9 vs 65.4; 32768x2048 85.8 vs 79.3; 4096x2048 79.3 vs 67.7; 8192x2048 84.6 vs 78.4; 32768x2048 91.6 vs 88.1; 8192x4096 82.9 vs 67.6; 16384x4096 88.5 vs 78.9; 8192x4096 90.0 vs 79.4; 16384x4096 92.0 vs 86.7; 16384x8192 87.8 vs 78.0; 16384x8192 89.5 vs 85.3; 32768x16384 55.7 vs 45.9; 32768x16384 81.0 vs 74.7",
+        row_inputs=3,
+    ),
 )
 
 
@@ -451,6 +472,8 @@ def _family(kernel: Kernel) -> str:
     squares), or sums of products (a norm's backward), or another reduction."""
     kinds: list[str] = []
     sums: list[str] = []
+    if any(op.name == "tile.reduce" and op.attr("axis") == 0 for op in kernel.walk()) and band_loop(kernel):
+        return "mix-order"  # rows' sums and, summed over each program's band of rows, columns' sums
     for op in kernel.walk():
         if op.name == "tile.reduce":
             kinds.append(str(op.attr("kind")))

@@ -15,6 +15,13 @@ A column reduction — a kernel whose 2-D loads run contiguously along x, not al
 rows that fill `target_elems`, and a layout whose contiguous dimension is x (order [0, 1]), so a
 warp reads whole 16-byte runs of neighbouring columns.
 
+A banded kernel (a mix-order reduction: constexpr `RSPLIT`, the rows each program loops over,
+its row one `RBLOCK` already) gets `XBLOCK` as a row kernel does, at most 8 warps, `RSPLIT` so
+that about `bands` programs cover the rows (default: two per SM for rows of up to 2048 elements,
+one per SM above: each program's column sums are a row of the workspace the wrapper adds up), and
+its band loop `stages`-deep software pipelining (the next row blocks' loads in flight while one
+computes).
+
 Before:
     tile.kernel @k(...) constexprs(XBLOCK, RBLOCK) attributes {grid = [cdiv(64, XBLOCK)]} {
       %r = tile.arange {end = RBLOCK} : tile<[RBLOCK], i32>
@@ -25,10 +32,13 @@ After (rnumel 1000):
 
 from __future__ import annotations
 
+import math
+
 from tilec.ir.core import Kernel, Module
 from tilec.ir.errors import TilecError
 from tilec.ir.expr import CallExpr, Sym
 from tilec.ir.ops import ConstantOp, ForOp, LoadOp
+from tilec.ir.target import DEFAULT
 from tilec.ir.types import PointerType, TileType
 from tilec.passes.affine import local_stride
 from tilec.passes.base import Pass, register
@@ -55,6 +65,45 @@ def reduction_numel(kernel: Kernel) -> int | None:
                 if isinstance(lo, int) and isinstance(hi, int):
                     return hi - lo
     return None
+
+
+# a banded kernel's pipelining: the row loads each SM keeps in flight (measured on the H100:
+# bench/results/2026-11-26-h100-mix-order), and the shared memory the stages may take (the H100's
+# and H200's 227 KiB per CTA less room for the reductions' scratch)
+IN_FLIGHT = 48 * 1024
+SMEM_FOR_STAGES = 216 * 1024
+
+
+def band_row_bytes(kernel: Kernel) -> int:
+    """A banded kernel's bytes of row loads per element of a row block (x and dy in bf16: 4),
+    read from its logical form ([XBLOCK, RBLOCK] loads); 0 for any other kernel."""
+    band = band_loop(kernel)
+    if band is None:
+        return 0
+    rows = {
+        id(op.ptr): op.result.type.dtype.bytes
+        for op in band.walk()
+        if isinstance(op, LoadOp)
+        and isinstance(op.result.type, TileType)
+        and op.result.type.rank == 2
+        and op.result.type.shape[0] == Sym("XBLOCK")
+        and op.result.type.shape[1] != 1
+    }
+    return sum(rows.values())  # each input once (a reduction loop and the next read the same rows)
+
+
+def _tile_bytes(t: TileType) -> int:
+    n = 1
+    for d in t.shape:
+        n *= d if isinstance(d, int) else 1
+    return n * t.dtype.bytes
+
+
+def band_loop(kernel: Kernel) -> ForOp | None:
+    """A banded kernel's loop over its program's rows (the loop at its top level), else None."""
+    if "RSPLIT" not in kernel.constexprs:
+        return None
+    return next((op for op in kernel.body.ops if isinstance(op, ForOp)), None)
 
 
 def x_numel(kernel: Kernel) -> int | None:
@@ -135,6 +184,9 @@ class Plan(Pass):
     row_block_bytes: int = 0  # > 0: at most this many bytes of a row block's input rows (a shared-memory cache)
     column_block: int = 128  # a column reduction's columns per program
     min_programs: int = 264  # a column reduction takes fewer columns rather than leave fewer programs
+    bands: int = 0  # a banded kernel's programs (0: two per SM for rows of up to 2048 elements, else one)
+    band_rows: int = 0  # a banded kernel's rows per program, rounded up to whole row blocks (0: from `bands`)
+    stages: int = 0  # a banded kernel's band loop: software pipelining depth (0: from the bytes in flight)
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
@@ -167,7 +219,41 @@ class Plan(Pass):
                     row = rnumel * widest_row_load_bytes(kernel)
                     xb = min(xb, max(1, _pow2_floor(self.row_block_bytes // row)))
                 values["XBLOCK"] = min(xb, 64) if "RBLOCK" in cx else xb
-        return self.checked(kernel, values)
+        values = self.checked(kernel, values)
+        if "RSPLIT" in cx and cx["RSPLIT"] is None:
+            values["RSPLIT"] = self.rows_per_band(kernel, values.get("XBLOCK", cx.get("XBLOCK") or 1), rb)
+        return values
+
+    def rows_per_band(self, kernel: Kernel, xblock: int, rblock: int) -> int:
+        """A banded kernel's rows per program: about `bands` programs, a whole number of row blocks each."""
+        if self.band_rows:
+            return -(-self.band_rows // xblock) * xblock
+        g = kernel.launch.grid[0] if kernel.launch.grid else None
+        rows = g.args[0] if isinstance(g, CallExpr) and g.fn == "cdiv" and g.args[1] == Sym("RSPLIT") else None
+        if not isinstance(rows, int):
+            raise TilecError(
+                f"plan: kernel @{kernel.name} bands a symbolic number of rows: give band_rows (plan{{band_rows=...}})",
+                kernel.loc,
+            )
+        bands = self.bands or DEFAULT.sm_count * (2 if rblock <= 2048 else 1)
+        per = -(-rows // bands)
+        return max(xblock, -(-per // xblock) * xblock)
+
+    def band_stages(self, kernel: Kernel, band: ForOp, rows: int) -> int:
+        """The band loop's pipelining depth: enough row blocks (`rows` bytes of row loads each) in
+        flight for about 48 KiB per SM (at least 3 stages), and no more than shared memory holds:
+        Triton keeps stages - 1 copies of every load of the loop there (rows, the weight, per-row
+        values)."""
+        staged = sum(
+            _tile_bytes(t) for op in band.walk() if isinstance(op, LoadOp) and isinstance(t := op.result.type, TileType)
+        )
+        grid = kernel.launch.grid[0] if kernel.launch.grid else None
+        programs = grid if isinstance(grid, int) else DEFAULT.sm_count
+        per_sm = max(1.0, programs / DEFAULT.sm_count)
+        stages = self.stages or max(3, 1 + math.ceil(IN_FLIGHT / max(1.0, per_sm * rows)))
+        while stages > 1 and (stages - 1) * staged > SMEM_FOR_STAGES:
+            stages -= 1
+        return stages
 
     def choose_columns(self, cx: dict[str, int | None], xnumel: int | None, rnumel: int | None) -> dict[str, int]:
         values: dict[str, int] = {}
@@ -197,6 +283,7 @@ class Plan(Pass):
         if kernel.launch.num_warps is not None and all(v is not None for v in kernel.constexprs.values()):
             return  # already planned
         columns = "RBLOCK" in kernel.constexprs and reads_columns(kernel)
+        row_bytes = band_row_bytes(kernel)  # (read while XBLOCK is a name: a row block of one row looks like a weight)
         values = self.choose(kernel, columns)
         bind_constexprs(kernel, values)
         unbound = [k for k, v in kernel.constexprs.items() if v is None]
@@ -216,6 +303,13 @@ class Plan(Pass):
         if self.num_warps is None and "RBLOCK" not in kernel.constexprs:
             elems = max(rows * cols, xb)
             warps = max(1, min(16, _pow2_floor(elems // (32 * self.elems_per_thread))))
+        band = band_loop(kernel)
+        if band is not None:
+            if self.num_warps is None:
+                warps = min(warps, 8)
+            stages = self.band_stages(kernel, band, xb * rb * row_bytes)
+            if stages > 1:
+                band.attributes["stages"] = stages
         kernel.launch.num_warps = warps
         parent = (column_layout if columns else parent_layout)(rows, cols, warps, vec)
         assign_layouts(kernel, parent, flat_layout(warps, min(vec, max(1, xb // (32 * warps)))))

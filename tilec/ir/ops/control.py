@@ -38,14 +38,20 @@ class ForOp(Operation):
 
     Operands: lb, ub, step, then the initial values. The body's arguments are the induction
     variable and the carried values; it yields the next carried values; the results are the
-    last ones. `unroll` asks for a compile-time unrolled loop (bounds must then be constants)."""
+    last ones. `unroll` asks for a compile-time unrolled loop (bounds must then be constants).
+    `stages` > 1 asks for software pipelining: the loads of the next `stages - 1` iterations
+    issued while this one computes (Triton's `tl.range(..., num_stages=stages)`; a hint that
+    does not change what the loop computes)."""
 
     name = "tile.for"
     lower = Operand()
     upper = Operand()
     step = Operand()
     inits = Variadic()
-    attrs = {"unroll": Attr("bool", required=False, default=False)}
+    attrs = {
+        "unroll": Attr("bool", required=False, default=False),
+        "stages": Attr("int", required=False, default=0),
+    }
     num_results = None
     num_regions = 1
 
