@@ -521,7 +521,8 @@ def signature(kernel: Kernel) -> Signature:
 # the H100's table is (above), from the forward ops' survey. Rows of 1-4 KiB measured best at two
 # or more rows a program or in chunks shorter than the row (more bytes in flight:
 # docs/performance.md). The residual-fused norms' survey (2026-11-26-h200-residual) is not in it:
-# with its rules the models' inference ran slower at equal device time, so stock keeps them.
+# with its rules the models' inference ran slower at equal device time, so stock keeps them. Then
+# the norms' backward where Inductor fuses it (`tilec bench --bwd`, as the H100's).
 H200_RULES: tuple[Rule, ...] = (
     Rule("mean-var", 0, 2048, "stock", "2026-11-26-h200-welford", "32768x512 94.5 vs 95.8"),
     Rule(
@@ -768,6 +769,25 @@ H200_RULES: tuple[Rule, ...] = (
         "32768x2048 99.3 vs 101.0; 4096x16384 98.1 vs 99.9",
         elem_bytes=4,
     ),
+    Rule(
+        "mix-order",
+        0,
+        2**62,
+        "triton",
+        "2026-11-26-h200-mix-order",
+        "4096x2048 49.0 vs 40.9; 32768x2048 78.0 vs 62.4; 4096x2048 65.7 vs 53.1; 32768x2048 84.0 vs 75.6; 8192x4096 69.5 vs 48.2; 8192x4096 80.1 vs 61.3; 16384x8192 86.0 vs 57.4; 16384x8192 90.5 vs 65.8",
+        row_inputs=2,
+    ),
+    Rule(
+        "mix-order",
+        0,
+        16384,
+        "triton",
+        "2026-11-26-h200-mix-order",
+        "4096x2048 72.9 vs 60.4; 32768x2048 87.8 vs 83.0; 8192x4096 81.6 vs 70.2",
+        row_inputs=3,
+    ),
+    Rule("mix-order", 16384, 2**62, "stock", "2026-11-26-h200-mix-order", "16384x8192 76.0 vs 75.6", row_inputs=3),
 )
 
 # Tables by GPU (the driver's name for it: `torch.cuda.get_device_properties(i).name`): rules hold
