@@ -352,16 +352,7 @@ def _scheduling_class() -> type:
         strict: bool = False
 
         def codegen_node_schedule(self, kernel_features: Any) -> Any:
-            result = lower(kernel_features, self, strict=self.strict)
-            record = CapturedKernel(
-                name="",
-                result=result,
-                numel=str(kernel_features.numel),
-                rnumel=str(kernel_features.reduction_numel),
-                reductions=_reduction_types(kernel_features),
-                symbols=_symbol_values(result),
-                layouts=_traced_layouts(result),
-            )
+            record = _record(kernel_features, lower(kernel_features, self, strict=self.strict))
             return self._recording(
                 record, lambda: super(CaptureScheduling, self).codegen_node_schedule(kernel_features)
             )
@@ -370,16 +361,7 @@ def _scheduling_class() -> type:
             """Inductor's fused norm backward (not through codegen_node_schedule): lowered as a
             banded kernel (from copies of its nodes), then stock's kernel generated."""
             features = mix_order_features(self, node)
-            result = lower(features, self, strict=self.strict, mix_order=True)
-            record = CapturedKernel(
-                name="",
-                result=result,
-                numel=str(features.numel),
-                rnumel=str(features.reduction_numel),
-                reductions=_reduction_types(features),
-                symbols=_symbol_values(result),
-                layouts=_traced_layouts(result),
-            )
+            record = _record(features, lower(features, self, strict=self.strict, mix_order=True))
             return self._recording(record, lambda: super(CaptureScheduling, self).codegen_mix_order_reduction(node))
 
         def _recording(self, record: CapturedKernel, generate: Callable[[], Any]) -> Any:
@@ -414,6 +396,19 @@ def _symbol_values(result: Lowered | Unsupported) -> dict[str, int]:
 
 def _traced_layouts(result: Lowered | Unsupported) -> dict[str, tuple[tuple[int, ...], tuple[int, ...], int]]:
     return traced_layouts(result) if isinstance(result, Lowered) else {}
+
+
+def _record(features: Any, result: Lowered | Unsupported) -> CapturedKernel:
+    """A kernel's record, named once stock's code generation defines it."""
+    return CapturedKernel(
+        name="",
+        result=result,
+        numel=str(features.numel),
+        rnumel=str(features.reduction_numel),
+        reductions=_reduction_types(features),
+        symbols=_symbol_values(result),
+        layouts=_traced_layouts(result),
+    )
 
 
 def _reduction_types(features: Any) -> list[str]:

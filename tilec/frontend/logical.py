@@ -575,7 +575,7 @@ class LogicalBuilder:
             return
         out, idt = self.outer, self.index_dtype
         ws = self.param(WORKSPACE, f32)
-        pid = out.op("tile.program_id", type=idt if idt == i32 else i32, name_hint="pid")
+        pid = out.op("tile.program_id", type=i32, name_hint="pid")
         programs = out.op("tile.num_programs", type=i32, name_hint="programs")
         if idt != i32:
             pid = out.op("tile.cast", pid, type=idt, name_hint="pid64")

@@ -63,14 +63,15 @@ def triton_scheduling_class() -> type:
             built = attempt_mix_order(self, node, device)
             if not isinstance(built, KernelBuild):
                 return self._stock(lambda: super(TilecTritonScheduling, self).codegen_mix_order_reduction(node), built)
-            self._mix_order, self._mix_order_name = built, None
+            self._mix_order, self._mix_order_name, self._stock_names = built, None, []
             try:
                 with ic.patch({"triton.mix_order_reduction_split_size": built.primary.constexprs["RSPLIT"]}):
                     result = super().codegen_mix_order_reduction(node)
             finally:
-                self._mix_order, name = None, self._mix_order_name
-            if name is None:  # stock defined its kernel after all (strict raised before)
-                note("?", None, f"{INTERNAL_ERROR}: the mix-order kernel was not defined by tilec", device)
+                self._mix_order, name, stock = None, self._mix_order_name, self._stock_names
+                self._stock_names = None
+            if name is None:  # defining tilec's kernel failed (logged): stock's runs, with tilec's band
+                note(stock[0] if stock else "?", None, f"{INTERNAL_ERROR}: the mix-order kernel's definition", device)
             else:
                 note(name, built, None, device)
             return result

@@ -160,10 +160,13 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | str:
     except Exception as e:
         if cfg.strict:
             raise
-        log.warning(
-            "tilec: a kernel falls back to Inductor: %s", error_line(e), exc_info=log.isEnabledFor(logging.DEBUG)
-        )
-        return f"{INTERNAL_ERROR}: {error_line(e)}"
+        return _failed(e)
+
+
+def _failed(e: Exception) -> str:
+    """The reason a kernel that failed in tilec falls back to stock Inductor (logged)."""
+    log.warning("tilec: a kernel falls back to Inductor: %s", error_line(e), exc_info=log.isEnabledFor(logging.DEBUG))
+    return f"{INTERNAL_ERROR}: {error_line(e)}"
 
 
 MIX_ORDER_GLUON = "a mix-order reduction has a Triton plan only (tilec.config.emitter is 'gluon')"
@@ -206,10 +209,7 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
     except Exception as e:
         if cfg.strict:
             raise
-        log.warning(
-            "tilec: a kernel falls back to Inductor: %s", error_line(e), exc_info=log.isEnabledFor(logging.DEBUG)
-        )
-        return f"{INTERNAL_ERROR}: {error_line(e)}"
+        return _failed(e)
 
 
 def _band_rows(lowered: Any, target: Target) -> int:
