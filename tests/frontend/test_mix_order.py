@@ -25,7 +25,7 @@ from tilec.frontend import Lowered
 from tilec.frontend.capture import capture
 from tilec.frontend.logical import WORKSPACE
 from tilec.interp.dtypes import TORCH_DTYPES
-from tilec.ir import Kernel, Module, parse, print_kernel
+from tilec.ir import Kernel, parse, print_kernel
 from tilec.passes import run_pipeline
 from tilec.passes.chooser import signature
 from tilec.runtime import load_source
@@ -218,7 +218,7 @@ def check_backward(op: str, m: int, n: int, xblock: int, rsplit: int, pipeline: 
         gm, shapes = backward_graph(m, n, op)
         kernels = capture(gm, shapes, strict=True)
     k = banded(kernels)
-    assume(k is not None)  # (Inductor fuses neither a square shape nor, for LayerNorm, rows of 8)
+    assert k is not None, [c.summary() for c in kernels]
     gen = torch.Generator().manual_seed(m * 1000 + n)
     inputs = [_random(t, gen) for t in shapes]
     want = gm(*inputs)
@@ -259,6 +259,7 @@ PIPELINES = ("canonicalize", "triton-default")
 def test_a_banded_kernel_computes_the_backward(
     op: str, m: int, n: int, xblock: int, rsplit: int, pipeline: str
 ) -> None:
+    assume(m != n)  # Inductor fuses no square shape (its two reductions' sizes must differ)
     check_backward(op, m, n, xblock, rsplit, pipeline)
 
 
@@ -267,18 +268,31 @@ def test_the_emitted_banded_kernel_computes_the_backward_under_triton(op: str) -
     check_backward(op, 48, 24, 2, 10, "triton-default", triton=True)
 
 
-def test_the_plan_bands_the_rows_it_is_given_and_asks_for_them_when_symbolic() -> None:
-    """`plan{band_rows=N}` binds RSPLIT to N rounded up to whole row blocks (the hook's band for a
-    symbolic row count); without it a symbolic row count is an error that says what to give."""
+def test_a_symbolic_row_count_is_banded_for_the_rows_given() -> None:
+    """A banded kernel over a symbolic row count is banded for `plan{rows=N}` (the hook gives the
+    rows its graph was traced with) as a kernel of N rows is; a known row count ignores `rows`;
+    without either the plan says what to give."""
     from tilec.ir.errors import TilecError
-    from tilec.ir.expr import CallExpr, Sym
 
     gm, inputs = backward_graph(4096, 2048)
     text = print_kernel(banded(capture(gm, inputs, strict=True)).result.kernel)
-    module = parse(text)
-    run_pipeline(module, "plan{band_rows=99}")
-    assert module.kernels[0].constexprs == {"XBLOCK": 2, "RBLOCK": 2048, "RSPLIT": 100}
-    symbolic = parse(text).kernels[0]
-    symbolic.launch.grid = (CallExpr("cdiv", (Sym("n"), Sym("RSPLIT"))),)
-    with pytest.raises(TilecError, match="give band_rows"):
-        run_pipeline(Module([symbolic]), "plan")
+    # the same kernel as the frontend writes it for a symbolic row count: a scalar parameter
+    assert text.count("%xnumel = tile.constant {value = 4096} : i32\n") == 1
+    symbolic_text = (
+        text.replace("%ws_ptr: ptr<f32>)", "%ws_ptr: ptr<f32>, %xnumel: i32)")
+        .replace("  %xnumel = tile.constant {value = 4096} : i32\n", "")
+        .replace("cdiv(4096, RSPLIT)", "cdiv(xnumel, RSPLIT)")
+    )
+
+    def planned(pipeline: str, symbolic: bool) -> dict[str, int | None]:
+        module = parse(symbolic_text if symbolic else text)
+        run_pipeline(module, pipeline)
+        return module.kernels[0].constexprs
+
+    static = planned("plan", False)
+    assert static == {"XBLOCK": 2, "RBLOCK": 2048, "RSPLIT": 16}  # 256 programs: two a SM
+    assert planned("plan{rows=4096}", True) == static
+    assert planned("plan{rows=99}", False) == static
+    assert planned("plan{rows=100000}", True)["RSPLIT"] == 380  # 264 programs, whole row blocks
+    with pytest.raises(TilecError, match=r"give rows \(plan\{rows=\.\.\.\}\)"):
+        planned("plan", True)

@@ -96,8 +96,7 @@ def mix_order_features(scheduling: Any, node: Any) -> Any:
     converted = []
     for sub in reductions:
         twin = copy.copy(sub)  # its loop body replaced below before anything changes one in place
-        if getattr(twin, "_loop_mutation_listener", None) is not None:
-            twin._loop_mutation_listener = None
+        twin._loop_mutation_listener = None  # (torch 2.13: whatever tracks the original's loop changes)
         twin.cancel_reduction_split()  # a new body where the reduction was split
         twin._body = twin._body.reorder_iter_loops(list(range(len(twin._body.sizes[0]))))  # a body of its own
         twin = twin.extract_pw_from_reduction()  # (changes the body in place)

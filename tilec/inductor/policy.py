@@ -183,8 +183,6 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
     reason = decline_reason(device)
     if reason is not None:
         return reason
-    if device.type != "cuda":
-        return "a mix-order reduction on the CPU is not lowered"
     if cfg.emitter == "gluon":
         return MIX_ORDER_GLUON
     target = device_target(device)
@@ -200,8 +198,12 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
         if isinstance(choice, Decline):
             return choice.reason
         options = choice.plan
-        if lowered.numel is None:  # a symbolic row count: the band from the rows it was traced with
-            options = ",".join(o for o in (options, f"band_rows={_band_rows(lowered, target)}") if o)
+        if lowered.numel is None:  # a symbolic row count: banded for the rows it was traced with
+            from tilec.frontend.logical import XNUMEL
+            from tilec.frontend.lower import traced_sizes
+
+            rows = dict(zip(lowered.sizes, traced_sizes(lowered)))[XNUMEL]
+            options = ",".join(o for o in (options, f"rows={rows}") if o)
         built = build(lowered, "triton", device.type, options)
         # named as stock names it: a persistent reduction (the whole row one block)
         built.stem = re.sub(r"^triton_red_", "triton_per_", name_stem(lowered, list(features.node_schedule)))
@@ -210,14 +212,3 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
         if cfg.strict:
             raise
         return _failed(e)
-
-
-def _band_rows(lowered: Any, target: Target) -> int:
-    """A banded kernel's rows per program for the row count its graph was traced with (the plan
-    pass's default: two programs per SM for rows of up to 2048 elements, else one)."""
-    from tilec.frontend.logical import XNUMEL
-    from tilec.frontend.lower import traced_sizes
-
-    rows = dict(zip(lowered.sizes, traced_sizes(lowered)))[XNUMEL]
-    bands = target.sm_count * (2 if (lowered.rnumel or 0) <= 2048 else 1)
-    return max(1, -(-rows // bands))

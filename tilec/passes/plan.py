@@ -39,7 +39,7 @@ from tilec.ir.errors import TilecError
 from tilec.ir.expr import CallExpr, Sym
 from tilec.ir.ops import ConstantOp, ForOp, LoadOp
 from tilec.ir.target import DEFAULT
-from tilec.ir.types import PointerType, TileType
+from tilec.ir.types import PointerType, TileType, numel
 from tilec.passes.affine import local_stride
 from tilec.passes.base import Pass, register
 from tilec.passes.layouts import assign_layouts, column_layout, flat_layout, parent_layout
@@ -93,9 +93,9 @@ def band_row_bytes(kernel: Kernel) -> int:
 
 
 def _tile_bytes(t: TileType) -> int:
-    n = 1
-    for d in t.shape:
-        n *= d if isinstance(d, int) else 1
+    """A planned tile's bytes."""
+    n = numel(t.shape)
+    assert isinstance(n, int), t
     return n * t.dtype.bytes
 
 
@@ -185,7 +185,7 @@ class Plan(Pass):
     column_block: int = 128  # a column reduction's columns per program
     min_programs: int = 264  # a column reduction takes fewer columns rather than leave fewer programs
     bands: int = 0  # a banded kernel's programs (0: two per SM for rows of up to 2048 elements, else one)
-    band_rows: int = 0  # a banded kernel's rows per program, rounded up to whole row blocks (0: from `bands`)
+    rows: int = 0  # the row count to band where a banded kernel's own is symbolic (what its graph was traced with)
     stages: int = 0  # a banded kernel's band loop: software pipelining depth (0: from the bytes in flight)
 
     def run(self, module: Module) -> None:
@@ -226,15 +226,15 @@ class Plan(Pass):
 
     def rows_per_band(self, kernel: Kernel, xblock: int, rblock: int) -> int:
         """A banded kernel's rows per program: about `bands` programs, a whole number of row blocks each."""
-        if self.band_rows:
-            return -(-self.band_rows // xblock) * xblock
         g = kernel.launch.grid[0] if kernel.launch.grid else None
         rows = g.args[0] if isinstance(g, CallExpr) and g.fn == "cdiv" and g.args[1] == Sym("RSPLIT") else None
         if not isinstance(rows, int):
-            raise TilecError(
-                f"plan: kernel @{kernel.name} bands a symbolic number of rows: give band_rows (plan{{band_rows=...}})",
-                kernel.loc,
-            )
+            if not self.rows:
+                raise TilecError(
+                    f"plan: kernel @{kernel.name} bands a symbolic number of rows: give rows (plan{{rows=...}})",
+                    kernel.loc,
+                )
+            rows = self.rows
         bands = self.bands or DEFAULT.sm_count * (2 if rblock <= 2048 else 1)
         per = -(-rows // bands)
         return max(xblock, -(-per // xblock) * xblock)
