@@ -89,9 +89,24 @@ BACKWARD = {
     "add_rmsnorm_bwd": "add_rmsnorm",  # two outputs (the residual stream and the norm): two gradients in
     "add_layernorm_bwd": "add_layernorm",
     "gemma_rmsnorm_bwd": "gemma_rmsnorm",
+    # the residual-fused norm whose normalized rows several projections read (a transformer block's
+    # attention input: q, k and v; its MLP's: gate and up): a gradient in for each, summed
+    "add_rmsnorm_qkv_bwd": "add_rmsnorm_qkv",
+    "add_rmsnorm_mlp_bwd": "add_rmsnorm_mlp",
+    "add_gemma_rmsnorm_qkv_bwd": "add_gemma_rmsnorm_qkv",
+    "add_gemma_rmsnorm_mlp_bwd": "add_gemma_rmsnorm_mlp",
+    "add_layernorm_mlp_bwd": "add_layernorm_mlp",
+}
+# residual-fused norms read by several projections: (the residual-fused norm, the projections)
+FANOUT = {
+    "add_rmsnorm_qkv": ("add_rmsnorm", 3),
+    "add_rmsnorm_mlp": ("add_rmsnorm", 2),
+    "add_gemma_rmsnorm_qkv": ("add_gemma_rmsnorm", 3),
+    "add_gemma_rmsnorm_mlp": ("add_gemma_rmsnorm", 2),
+    "add_layernorm_mlp": ("add_layernorm", 2),
 }
 # forwards with more than one output (a backward takes a gradient for each)
-OUTPUTS = {"add_rmsnorm": 2, "add_layernorm": 2}
+OUTPUTS = {"add_rmsnorm": 2, "add_layernorm": 2, "add_gemma_rmsnorm": 2} | {op: 1 + k for op, (_, k) in FANOUT.items()}
 # A training op is its forward and its backward in one call (a loss: nothing flows in)
 TRAIN = {"cross_entropy_train": "cross_entropy"}
 OPS = (
@@ -105,9 +120,10 @@ OPS = (
     *BACKWARD,
     *TRAIN,
 )
-# run unless --ops says otherwise: the residual-fused norms and cross-entropy are measured on request
+# run unless --ops says otherwise: the residual-fused norms and cross-entropy are measured on
+# request, and so are the backwards of norms read by several projections
 DEFAULT_OPS = ("rmsnorm", "layernorm", "softmax")
-DEFAULT_BWD_OPS = (*BACKWARD, *TRAIN)
+DEFAULT_BWD_OPS = (*(op for op in BACKWARD if BACKWARD[op] not in FANOUT), *TRAIN)
 IMPLS = ("tilec", "tilec-autotune", "tilec-gluon", "tilec-triton", "eager", "compile", "max-autotune", "liger", "copy")
 # run unless --impls says otherwise (tilec-autotune, tilec with its autotuner on, is asked for by name)
 DEFAULT_IMPLS = tuple(i for i in IMPLS if i != "tilec-autotune")
@@ -158,6 +174,31 @@ def add_layernorm(x: Any, r: Any, w: Any, b: Any) -> Any:
     return h, layernorm(h, w, b)
 
 
+def add_gemma_rmsnorm(x: Any, r: Any, w: Any) -> Any:
+    """The same with Gemma's RMSNorm."""
+    h = x + r
+    return h, gemma_rmsnorm(h, w)
+
+
+# the scales of the normalized rows' further readers: distinct outputs, so that each takes its own
+# gradient (a projection's input gradient), and exact in every float type
+FANOUT_SCALES = (0.5, 0.25)
+
+
+def fanout(name: str) -> Callable[..., Any]:
+    """A residual-fused norm (`FANOUT[name]`) whose normalized rows k projections read: returns the
+    residual stream, the normalized rows and k - 1 scaled copies of them (as one projection's
+    gradient is summed with the others', each copy's gradient is summed into the norm's)."""
+    base, k = FANOUT[name]
+
+    def fn(*args: Any) -> Any:
+        h, y = FUNCTIONS[base](*args)
+        return (h, y, *(y * s for s in FANOUT_SCALES[: k - 1]))
+
+    fn.__name__ = name
+    return fn
+
+
 def cross_entropy(logits: Any, labels: Any) -> Any:
     """A language model's loss: the mean over the rows whose label is not ignored."""
     import torch
@@ -173,7 +214,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "add_rmsnorm": add_rmsnorm,
     "add_layernorm": add_layernorm,
     "gemma_rmsnorm": gemma_rmsnorm,
+    "add_gemma_rmsnorm": add_gemma_rmsnorm,
 }
+FUNCTIONS |= {name: fanout(name) for name in FANOUT}
 
 
 def make_inputs(op: str, m: int, n: int, dtype: Any) -> list[Any]:
@@ -188,6 +231,8 @@ def make_inputs(op: str, m: int, n: int, dtype: Any) -> list[Any]:
         labels = torch.randint(0, n, (m,), device="cuda")
         labels[::7] = IGNORE_INDEX  # padding
         return [x, labels]
+    if op in FANOUT:
+        return make_inputs(FANOUT[op][0], m, n, dtype)
     if op.startswith("add_"):
         return [x, torch.randn(m, n, device="cuda", dtype=dtype), *make_inputs(op[4:], 1, n, dtype)[1:]]
     if op in ("rmsnorm", "gemma_rmsnorm"):

@@ -7,6 +7,9 @@ per op and shape: device time as % of a same-size copy (`bench.model_bytes`), pe
 is the plan's default), or the error of a variant that did not compile.
 
     python bench/bwd_variants.py 16384x8192,8192x4096 ";stages=2;stages=4;xblock=2;bands=264" > variants.jsonl
+    python bench/bwd_variants.py 4096x2048 "bands=132;bands=264" add_rmsnorm_bwd,add_rmsnorm_mlp_bwd
+
+The third argument names the backward ops (`tilec bench --bwd`'s; default: rmsnorm_bwd,layernorm_bwd).
 """
 
 from __future__ import annotations
@@ -29,12 +32,17 @@ OPS = ("rmsnorm_bwd", "layernorm_bwd")
 
 def main(argv: list[str]) -> int:
     variants = argv[1].split(";") if len(argv) > 1 else [""]
+    ops = argv[2].split(",") if len(argv) > 2 else OPS
+    unknown = [op for op in ops if op not in BACKWARD]
+    if unknown:
+        print(f"not a backward op: {', '.join(unknown)} (one of {', '.join(BACKWARD)})", file=sys.stderr)
+        return 2
     tilec.install()
     for m, n in parse_shapes(argv[0]):
         src = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
         dst = torch.empty_like(src)
         copy_gbps = 2 * src.numel() * src.element_size() / device_ms(lambda: dst.copy_(src)) / 1e6  # noqa: B023
-        for op in OPS:
+        for op in ops:
             forward = BACKWARD[op]
             row: dict[str, object] = {"op": forward, "shape": f"{m}x{n}"}
             inputs = make_inputs(op, m, n, torch.bfloat16)

@@ -47,6 +47,15 @@ FAMILIES |= {
     "add_rmsnorm_bwd": ("mix-order", 3),
     "add_layernorm_bwd": ("mix-order", 3),
 }  # the sum, dy and the residual's dy
+# the same with the normalized rows read by two projections (gate and up) or three (q, k, v): a dy
+# for each
+FAMILIES |= {
+    "add_rmsnorm_mlp_bwd": ("mix-order", 4),
+    "add_gemma_rmsnorm_mlp_bwd": ("mix-order", 4),
+    "add_layernorm_mlp_bwd": ("mix-order", 4),
+    "add_rmsnorm_qkv_bwd": ("mix-order", 5),
+    "add_gemma_rmsnorm_qkv_bwd": ("mix-order", 5),
+}
 
 
 def fused(op: str, m: int, n: int) -> bool:

@@ -46,11 +46,17 @@ def add_rmsnorm(x: torch.Tensor, r: torch.Tensor, w: torch.Tensor) -> tuple[torc
     return h, rmsnorm(h, w)
 
 
+def add_rmsnorm_mlp(x: torch.Tensor, r: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The residual-fused RMSNorm whose rows two projections read (gate and up): a gradient in for each."""
+    h, y = add_rmsnorm(x, r, w)
+    return h, y, y * 0.5
+
+
 OPS: dict[str, Callable[..., Any]] = {"rmsnorm": rmsnorm, "layernorm": layernorm}
 
 
 def backward_graph(m: int, n: int, op: str = "rmsnorm") -> tuple[Any, list[torch.Tensor]]:
-    """The op's (`OPS`, or "add_rmsnorm") backward graph as AOT autograd partitions it for Inductor (traced on the meta
+    """The op's (`OPS`, "add_rmsnorm" or "add_rmsnorm_mlp") backward graph as AOT autograd partitions it for Inductor (traced on the meta
     device, so decompositions take their GPU branches), and CPU tensors of its inputs' layouts."""
     from torch._functorch.aot_autograd import aot_module_simplified
     from torch._functorch.partitioners import min_cut_rematerialization_partition
@@ -76,7 +82,7 @@ def backward_graph(m: int, n: int, op: str = "rmsnorm") -> tuple[Any, list[torch
     meta = {"dtype": torch.bfloat16, "device": "meta", "requires_grad": True}
     rows = [torch.empty(m, n, **meta) for _ in range(op.count("add") + 1)]  # x (and the residual)
     weights = [torch.empty(n, **meta) for _ in range(op.count("layer") + 1)]
-    fn = add_rmsnorm if op == "add_rmsnorm" else OPS[op]
+    fn = {"add_rmsnorm": add_rmsnorm, "add_rmsnorm_mlp": add_rmsnorm_mlp}.get(op) or OPS[op]
     outs = torch.compile(fn, backend=backend, fullgraph=True)(*rows, *weights)
     outs = outs if isinstance(outs, tuple) else (outs,)
     torch.autograd.backward(outs, [torch.ones_like(o) for o in outs])
@@ -126,18 +132,24 @@ def test_a_mix_order_reduction_is_lowered_as_a_banded_kernel(m: int, n: int, fus
 
 def test_each_gpu_takes_a_mix_order_kernel_where_it_measured_it_faster() -> None:
     """Each GPU's table has measured rules for mix-order kernels (tilec's banded kernel against
-    stock's, bench/results/2026-11-26-{h100,h200}-mix-order): both take the residual-fused
+    stock's, bench/results/2026-11-26-h100-fanout, -h200-mix-order): both take the residual-fused
     RMSNorm's at rows of 2048; at rows of 8192 the H200 measured a tie (stock keeps it) where the
-    H100 measured tilec faster; a GPU without a table leaves it to stock."""
+    H100 measured tilec faster; four row inputs (the norm read by two projections) only the H100
+    measured; a GPU without a table leaves it to stock."""
     from tilec.ir.target import H100, H200
     from tilec.passes.chooser import NO_TABLE, Choice, Decline, choose
 
     with torch._inductor.config.patch({"triton.mix_order_reduction_non_strict_mode": True}):
         small = capture(*backward_graph(64, 2048, "add_rmsnorm"), strict=True)
         wide = capture(*backward_graph(64, 8192, "add_rmsnorm"), strict=True)
-    small_kernel, wide_kernel = (banded(k).result.kernel for k in (small, wide))
-    assert signature(small_kernel).row_inputs == 3
-    for gpu, run in ((H100, "2026-11-26-h100-mix-order"), (H200, "2026-11-26-h200-mix-order")):
+        read_twice = capture(*backward_graph(64, 2048, "add_rmsnorm_mlp"), strict=True)
+    small_kernel, wide_kernel, mlp_kernel = (banded(k).result.kernel for k in (small, wide, read_twice))
+    assert signature(small_kernel).row_inputs == 3 and signature(mlp_kernel).row_inputs == 4
+    taken = choose(mlp_kernel, hopper=True, gpu=H100.name)
+    assert isinstance(taken, Choice) and "2026-11-26-h100-fanout" in taken.reason, taken
+    unmeasured = choose(mlp_kernel, hopper=True, gpu=H200.name)
+    assert isinstance(unmeasured, Decline) and "mix-order kernels with 4 row inputs" in unmeasured.reason, unmeasured
+    for gpu, run in ((H100, "2026-11-26-h100-fanout"), (H200, "2026-11-26-h200-mix-order")):
         taken = choose(small_kernel, hopper=True, gpu=gpu.name)
         assert isinstance(taken, Choice) and taken.emitter == "triton" and run in taken.reason, (gpu.name, taken)
     assert isinstance(choose(wide_kernel, hopper=True, gpu=H100.name), Choice)
@@ -290,9 +302,9 @@ def test_a_symbolic_row_count_is_banded_for_the_rows_given() -> None:
         return module.kernels[0].constexprs
 
     static = planned("plan", False)
-    assert static == {"XBLOCK": 2, "RBLOCK": 2048, "RSPLIT": 16}  # 256 programs: two a SM
+    assert static == {"XBLOCK": 2, "RBLOCK": 2048, "RSPLIT": 32}  # 128 programs: one a SM
     assert planned("plan{rows=4096}", True) == static
     assert planned("plan{rows=99}", False) == static
-    assert planned("plan{rows=100000}", True)["RSPLIT"] == 380  # 264 programs, whole row blocks
+    assert planned("plan{rows=100000}", True)["RSPLIT"] == 758  # 132 programs, whole row blocks
     with pytest.raises(TilecError, match=r"give rows \(plan\{rows=\.\.\.\}\)"):
         planned("plan", True)

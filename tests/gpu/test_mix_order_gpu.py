@@ -97,3 +97,27 @@ def test_symbolic_row_counts_keep_their_gradients() -> None:
             check("rmsnorm", m, 2048, first, second, want)
     records = tilec.report()
     assert records and all(r.taken for r in records), [(r.kernel, r.reason) for r in records]
+
+
+def test_an_autotuned_mix_order_reduction_is_timed_against_stock(
+    tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the autotuner on, the banded kernel at both bands and stock's kernel (each with its
+    workspace's sums) are timed; the faster runs, and the gradients are right either way."""
+    from tilec.inductor import autotune
+    from tilec.inductor.policy import device_target
+
+    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(autotune, "_memo", {})
+    cands = autotune.mix_order_candidates(True, device_target(torch.device("cuda")))
+    metrics.reset()
+    with tilec.config.patch(autotune=True, decline=True):
+        first, second, want = gradients("rmsnorm", 8192, 2048)
+    assert metrics.codegen_mix_order_reduction == 1
+    check("rmsnorm", 8192, 2048, first, second, want)
+    (record,) = [r for r in tilec.report() if r.kernel.startswith("triton_per_")]
+    timed = record.autotune if record.taken else record.reason
+    print(f"  {record.kernel}: {record.emitter if record.taken else 'stock'}: {timed}")
+    assert timed is not None and all(f"{c} " in timed for c in cands), timed
+    if not record.taken:
+        assert timed.startswith("stock Inductor timed fastest when autotuned"), timed

@@ -89,6 +89,55 @@ def test_the_long_row_variants_compute_what_eager_does(name: str, option: str) -
     assert_close(out, fn(x), torch.bfloat16, what=name)
 
 
+def test_a_mix_order_reduction_times_both_bands_and_stock() -> None:
+    """A mix-order reduction's candidates: the banded kernel at its planned band (one program per
+    SM) and at two programs per SM, and stock's kernel."""
+    from tilec.ir.target import H100, H200
+
+    assert autotune.mix_order_candidates(True, H100) == ["triton", "triton{bands=264}", STOCK]
+    assert autotune.mix_order_candidates(True, H200) == ["triton", "triton{bands=264}", STOCK]
+    assert autotune.mix_order_candidates(False) == ["triton", "triton{bands=264}"]
+    for c in autotune.mix_order_candidates(True)[:2]:
+        assert autotune.split(c)[0] == "triton"
+
+
+def test_stock_is_timed_at_the_split_size_inductor_picks() -> None:
+    """Stock's rows per program: the largest power of two under rows / (8 x SMs), within 16-128; a
+    configured size as it is; where Inductor tunes it, also half and twice the heuristic's."""
+    ic = torch._inductor.config
+    off = {"max_autotune": False, "coordinate_descent_tuning": False}
+    if hasattr(ic.triton, "mix_order_reduction_autotune_split_size"):
+        off["triton.mix_order_reduction_autotune_split_size"] = False
+    with ic.patch(off):
+        assert autotune.stock_split_sizes(4096, 132) == [16]  # 4096 / 1056: 3, below 16
+        assert autotune.stock_split_sizes(65536, 132) == [32]  # 62
+        assert autotune.stock_split_sizes(1 << 20, 132) == [128]  # 992, above 128
+        with ic.patch({"triton.mix_order_reduction_split_size": 48}):
+            assert autotune.stock_split_sizes(65536, 132) == [48]
+        with ic.patch({"max_autotune": True}):
+            assert autotune.stock_split_sizes(65536, 132) == [16, 32, 64]
+            with ic.patch({"deterministic": True}):
+                assert autotune.stock_split_sizes(65536, 132) == [32]
+
+
+def test_a_banded_kernel_is_timed_with_its_workspace_sums(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tune(..., banded=True)` times tilec's candidates and stock's as banded kernels (each with
+    the sums of its workspace's rows), and picks by the same margin."""
+    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(autotune, "_memo", {})
+    monkeypatch.setattr(autotune, "_gpu", lambda: "H100")
+    times = {"triton": 1.0, "triton{bands=264}": 0.8}
+    called: list[str] = []
+    monkeypatch.setattr(autotune, "_time_banded", lambda plan, lowered, device: called.append(plan) or times[plan])
+    monkeypatch.setattr(autotune, "_time_stock_mix_order", lambda *a: called.append(STOCK) or 0.9)
+    monkeypatch.setattr(autotune, "_time_plan", lambda *a: pytest.fail("a row kernel's timing"))
+    monkeypatch.setattr(autotune, "_time_stock", lambda *a: pytest.fail("a row kernel's stock timing"))
+    cands = ["triton", "triton{bands=264}", STOCK]
+    tuned = autotune._tune(None, None, _lowered(), torch.device("cpu"), cands, lambda c: c, banded=True)  # type: ignore[arg-type,return-value]
+    assert called == cands and tuned is not None and tuned.winner == "triton{bands=264}"
+    assert tuned.describe() == "triton{bands=264} 0.8 ms, stock 0.9 ms, triton 1 ms"
+
+
 def test_tilec_must_beat_stock_by_the_margin() -> None:
     assert pick({"gluon": 1.0, "triton": 0.9}) == "triton"
     assert pick({"gluon": 0.9, "triton": 1.0, STOCK: 1.0}) == "gluon"

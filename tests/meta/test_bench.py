@@ -151,7 +151,8 @@ def test_backward_cases_and_bytes(bench) -> None:
     cases = list(bench.cases(list(bench.DEFAULT_BWD_OPS), None, ["bf16"]))
     assert ("rmsnorm_bwd", 2048, 65536, "bf16") in cases
     assert ("cross_entropy_train", 8192, 50257, "bf16") in cases  # a vocabulary not a multiple of 8
-    assert len(cases) == len(bench.BACKWARD) * len(bench.BWD_SUITE) + len(bench.CROSS_ENTROPY_SUITE)
+    backwards = [op for op in bench.DEFAULT_BWD_OPS if op in bench.BACKWARD]  # not those read by several projections
+    assert len(cases) == len(backwards) * len(bench.BWD_SUITE) + len(bench.CROSS_ENTROPY_SUITE)
     assert bench.model_bytes("layernorm_bwd", 4, 8, 2) == 3 * 4 * 8 * 2  # x, dy read; dx written
 
 
@@ -187,6 +188,26 @@ def test_residual_fused_and_gemma_backwards(bench) -> None:
     assert torch.allclose(bench.gemma_rmsnorm(x.double(), w.double()), want)
     assert {"add_rmsnorm_bwd", "add_layernorm_bwd", "gemma_rmsnorm_bwd"} <= set(bench.DEFAULT_BWD_OPS)
     assert bench.model_bytes("add_layernorm_bwd", 4, 8, 2) == 4 * 4 * 8 * 2
+
+
+def test_norms_read_by_several_projections(bench) -> None:
+    """A residual-fused norm whose normalized rows k projections read returns the residual stream,
+    the rows and k - 1 scaled copies: its backward sums a gradient per reader into the norm's (a
+    dy for each: model bytes 3 + k row tensors); they are measured on request only."""
+    import torch
+
+    x, r, w, dh = torch.randn(3, 8), torch.randn(3, 8), torch.randn(8), torch.randn(3, 8)
+    dys = [torch.randn(3, 8) for _ in range(3)]
+    dx, dr, dw = bench.reference("add_rmsnorm_qkv_bwd", [x, r, w, dh, *dys])
+    hd, wd = (x + r).double().requires_grad_(), w.double().requires_grad_()
+    dy = dys[0].double() + 0.5 * dys[1].double() + 0.25 * dys[2].double()
+    want = torch.autograd.grad(bench.rmsnorm(hd, wd), (hd, wd), dy)
+    assert torch.allclose(dx.double(), want[0] + dh.double()) and torch.equal(dx, dr)
+    assert torch.allclose(dw.double(), want[1])
+    assert len(bench.FUNCTIONS["add_layernorm_mlp"](x, r, w, w)) == 3
+    assert bench.model_bytes("add_rmsnorm_qkv_bwd", 4, 8, 2) == 6 * 4 * 8 * 2
+    assert bench.model_bytes("add_gemma_rmsnorm_mlp_bwd", 4, 8, 2) == 5 * 4 * 8 * 2
+    assert not {op for op in bench.BACKWARD if bench.BACKWARD[op] in bench.FANOUT} & set(bench.DEFAULT_BWD_OPS)
 
 
 def test_cross_entropy_train_step_is_loss_and_logit_gradient(bench) -> None:

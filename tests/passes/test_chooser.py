@@ -302,7 +302,18 @@ def test_rules_do_not_overlap() -> None:
 # How the runs under bench/results/ name what a rule's family, element size and row inputs measured.
 OPS = {"sum": "rmsnorm", "mean-var": "layernorm", "softmax": "softmax"}
 BACKWARD_OPS = {
-    "mix-order": ("rmsnorm_bwd", "layernorm_bwd", "gemma_rmsnorm_bwd", "add_rmsnorm_bwd", "add_layernorm_bwd")
+    "mix-order": (
+        "rmsnorm_bwd",
+        "layernorm_bwd",
+        "gemma_rmsnorm_bwd",
+        "add_rmsnorm_bwd",
+        "add_layernorm_bwd",
+        "add_rmsnorm_mlp_bwd",
+        "add_gemma_rmsnorm_mlp_bwd",
+        "add_layernorm_mlp_bwd",
+        "add_rmsnorm_qkv_bwd",
+        "add_gemma_rmsnorm_qkv_bwd",
+    )
 }
 DTYPES = {2: "bf16", 4: "fp32"}
 NUMBER = r"\d+(?:\.\d+)?"
@@ -513,7 +524,7 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
 @pytest.mark.parametrize(
     ("gpu", "runs"),
     [
-        ("H100", ("2026-11-26-h100-survey", "2026-11-26-h100-residual", "2026-11-26-h100-mix-order")),
+        ("H100", ("2026-11-26-h100-survey", "2026-11-26-h100-residual", "2026-11-26-h100-fanout")),
         ("H200", ("2026-11-26-h200-welford", "2026-11-26-h200-mix-order")),
     ],
 )

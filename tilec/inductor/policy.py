@@ -176,7 +176,7 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
     """A mix-order reduction (Inductor's fused norm backward, `node`) built as a banded Triton
     kernel, or the reason stock Inductor keeps it. Lowers copies of the node's column reductions:
     changes nothing in Inductor. The build's planned `RSPLIT` is the band the wrapper must use.
-    The GPU's table decides (the autotuner does not time these kernels yet)."""
+    The autotuner's timings decide where it runs (`autotune.wanted`), else the GPU's table."""
     from tilec.frontend import Unsupported, lower
     from tilec.frontend.lower import mix_order_features
 
@@ -191,20 +191,43 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
         lowered = lower(features, scheduling, name=PLACEHOLDER, strict=cfg.strict, mix_order=True)
         if isinstance(lowered, Unsupported):
             return lowered.reason
+        from tilec.inductor import autotune
         from tilec.passes.chooser import Decline, choose
 
-        forced = "triton" if cfg.emitter == "triton" else None
-        choice = choose(lowered.kernel, hopper=False, forced=forced, decline=cfg.decline, gpu=target.name)
-        if isinstance(choice, Decline):
-            return choice.reason
-        options = choice.plan
+        traced_rows = ""
         if lowered.numel is None:  # a symbolic row count: banded for the rows it was traced with
             from tilec.frontend.logical import XNUMEL
             from tilec.frontend.lower import traced_sizes
 
-            rows = dict(zip(lowered.sizes, traced_sizes(lowered)))[XNUMEL]
-            options = ",".join(o for o in (options, f"rows={rows}") if o)
-        built = build(lowered, "triton", device.type, options)
+            traced_rows = f"rows={dict(zip(lowered.sizes, traced_sizes(lowered)))[XNUMEL]}"
+
+        def with_rows(options: str) -> str:
+            return ",".join(o for o in (options, traced_rows) if o)
+
+        cands = autotune.mix_order_candidates(cfg.decline, target)
+        tuned = None
+        if len(cands) > 1 and autotune.wanted(device, target):
+            tuned = autotune.tune(
+                scheduling,
+                features,
+                lowered,
+                device,
+                cands,
+                lambda c: build(lowered, "triton", device.type, with_rows(autotune.split(c)[1])),
+                banded=True,
+            )
+        if tuned is not None:
+            if tuned.winner == autotune.STOCK:
+                return f"stock Inductor timed fastest when autotuned: {tuned.describe()}"
+            options = autotune.split(tuned.winner)[1]
+        else:
+            forced = "triton" if cfg.emitter == "triton" else None
+            choice = choose(lowered.kernel, hopper=False, forced=forced, decline=cfg.decline, gpu=target.name)
+            if isinstance(choice, Decline):
+                return choice.reason
+            options = choice.plan
+        built = build(lowered, "triton", device.type, with_rows(options))
+        built.tuning = tuned.describe() if tuned is not None else None
         # named as stock names it: a persistent reduction (the whole row one block)
         built.stem = re.sub(r"^triton_red_", "triton_per_", name_stem(lowered, list(features.node_schedule)))
         return built

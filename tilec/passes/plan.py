@@ -17,8 +17,8 @@ warp reads whole 16-byte runs of neighbouring columns.
 
 A banded kernel (a mix-order reduction: constexpr `RSPLIT`, the rows each program loops over,
 its row one `RBLOCK` already) gets `XBLOCK` as a row kernel does, at most 8 warps, `RSPLIT` so
-that about `bands` programs cover the rows (default: two per SM for rows of up to 2048 elements,
-one per SM above: each program's column sums are a row of the workspace the wrapper adds up), and
+that about `bands` programs cover the rows (default: one per SM: each program's column sums are a
+row of the workspace the wrapper adds up), and
 its band loop `stages`-deep software pipelining (the next row blocks' loads in flight while one
 computes).
 
@@ -184,7 +184,7 @@ class Plan(Pass):
     row_block_bytes: int = 0  # > 0: at most this many bytes of a row block's input rows (a shared-memory cache)
     column_block: int = 128  # a column reduction's columns per program
     min_programs: int = 264  # a column reduction takes fewer columns rather than leave fewer programs
-    bands: int = 0  # a banded kernel's programs (0: two per SM for rows of up to 2048 elements, else one)
+    bands: int = 0  # a banded kernel's programs (0: one per SM)
     rows: int = 0  # the row count to band where a banded kernel's own is symbolic (what its graph was traced with)
     stages: int = 0  # a banded kernel's band loop: software pipelining depth (0: from the bytes in flight)
 
@@ -235,7 +235,9 @@ class Plan(Pass):
                     kernel.loc,
                 )
             rows = self.rows
-        bands = self.bands or DEFAULT.sm_count * (2 if rblock <= 2048 else 1)
+        # one program a SM, its band loop pipelined deep enough (`band_stages`): faster than two a
+        # SM at every shape measured (H100, bench/results/2026-11-26-h100-fanout, bands.jsonl)
+        bands = self.bands or DEFAULT.sm_count
         per = -(-rows // bands)
         return max(xblock, -(-per // xblock) * xblock)
 
