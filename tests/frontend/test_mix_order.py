@@ -132,10 +132,10 @@ def test_a_mix_order_reduction_is_lowered_as_a_banded_kernel(m: int, n: int, fus
 
 def test_each_gpu_takes_a_mix_order_kernel_where_it_measured_it_faster() -> None:
     """Each GPU's table has measured rules for mix-order kernels (tilec's banded kernel against
-    stock's, bench/results/2026-11-26-h100-fanout, -h200-mix-order): both take the residual-fused
-    RMSNorm's at rows of 2048; at rows of 8192 the H200 measured a tie (stock keeps it) where the
-    H100 measured tilec faster; four row inputs (the norm read by two projections) only the H100
-    measured; a GPU without a table leaves it to stock."""
+    stock's, bench/results/2026-11-26-h100-fanout, -h200-fanout): both take the residual-fused
+    RMSNorm's at rows of 2048, alone and read by two projections (four row inputs); at rows of
+    8192 the H200 measured a tie (stock keeps it) where the H100 measured tilec faster; a GPU
+    without a table leaves it to stock."""
     from tilec.ir.target import H100, H200
     from tilec.passes.chooser import NO_TABLE, Choice, Decline, choose
 
@@ -145,16 +145,13 @@ def test_each_gpu_takes_a_mix_order_kernel_where_it_measured_it_faster() -> None
         read_twice = capture(*backward_graph(64, 2048, "add_rmsnorm_mlp"), strict=True)
     small_kernel, wide_kernel, mlp_kernel = (banded(k).result.kernel for k in (small, wide, read_twice))
     assert signature(small_kernel).row_inputs == 3 and signature(mlp_kernel).row_inputs == 4
-    taken = choose(mlp_kernel, hopper=True, gpu=H100.name)
-    assert isinstance(taken, Choice) and "2026-11-26-h100-fanout" in taken.reason, taken
-    unmeasured = choose(mlp_kernel, hopper=True, gpu=H200.name)
-    assert isinstance(unmeasured, Decline) and "mix-order kernels with 4 row inputs" in unmeasured.reason, unmeasured
-    for gpu, run in ((H100, "2026-11-26-h100-fanout"), (H200, "2026-11-26-h200-mix-order")):
-        taken = choose(small_kernel, hopper=True, gpu=gpu.name)
-        assert isinstance(taken, Choice) and taken.emitter == "triton" and run in taken.reason, (gpu.name, taken)
+    for gpu, run in ((H100, "2026-11-26-h100-fanout"), (H200, "2026-11-26-h200-fanout")):
+        for kernel in (small_kernel, mlp_kernel):
+            taken = choose(kernel, hopper=True, gpu=gpu.name)
+            assert isinstance(taken, Choice) and taken.emitter == "triton" and run in taken.reason, (gpu.name, taken)
     assert isinstance(choose(wide_kernel, hopper=True, gpu=H100.name), Choice)
     kept = choose(wide_kernel, hopper=True, gpu=H200.name)
-    assert isinstance(kept, Decline) and "2026-11-26-h200-mix-order: 16384x8192 76.0 vs 75.6" in kept.reason, kept
+    assert isinstance(kept, Decline) and "2026-11-26-h200-fanout: 16384x8192 76.4 vs 75.8" in kept.reason, kept
     unknown = choose(small_kernel, hopper=True, gpu="NVIDIA Unknown")
     assert isinstance(unknown, Decline) and unknown.reason.startswith(NO_TABLE), unknown
 

@@ -525,7 +525,7 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
     ("gpu", "runs"),
     [
         ("H100", ("2026-11-26-h100-survey", "2026-11-26-h100-residual", "2026-11-26-h100-fanout")),
-        ("H200", ("2026-11-26-h200-welford", "2026-11-26-h200-mix-order")),
+        ("H200", ("2026-11-26-h200-welford", "2026-11-26-h200-fanout")),
     ],
 )
 def test_each_gpus_table_is_what_the_tool_derives(gpu: str, runs: tuple[str, ...]) -> None:
