@@ -221,10 +221,10 @@ class Plan(Pass):
                 values["XBLOCK"] = min(xb, 64) if "RBLOCK" in cx else xb
         values = self.checked(kernel, values)
         if "RSPLIT" in cx and cx["RSPLIT"] is None:
-            values["RSPLIT"] = self.rows_per_band(kernel, values.get("XBLOCK", cx.get("XBLOCK") or 1), rb)
+            values["RSPLIT"] = self.rows_per_band(kernel, values.get("XBLOCK", cx.get("XBLOCK") or 1))
         return values
 
-    def rows_per_band(self, kernel: Kernel, xblock: int, rblock: int) -> int:
+    def rows_per_band(self, kernel: Kernel, xblock: int) -> int:
         """A banded kernel's rows per program: about `bands` programs, a whole number of row blocks each."""
         g = kernel.launch.grid[0] if kernel.launch.grid else None
         rows = g.args[0] if isinstance(g, CallExpr) and g.fn == "cdiv" and g.args[1] == Sym("RSPLIT") else None
@@ -236,7 +236,8 @@ class Plan(Pass):
                 )
             rows = self.rows
         # one program a SM, its band loop pipelined deep enough (`band_stages`): faster than two a
-        # SM at every shape measured (H100, bench/results/2026-11-26-h100-fanout, bands.jsonl)
+        # SM at every shape measured on the H100 (bench/results/2026-11-26-h100-fanout,
+        # bands.jsonl); on the H200 faster at 4096 rows of 2048, slower at 32768 (-h200-fanout)
         bands = self.bands or DEFAULT.sm_count
         per = -(-rows // bands)
         return max(xblock, -(-per // xblock) * xblock)
