@@ -241,7 +241,10 @@ def check_backward(op: str, m: int, n: int, xblock: int, rsplit: int, pipeline: 
     # are not the graph's)
     vectors = {b: t.float() for b, t in got.items() if t.dim() == 1}
     # x's gradient (and, residual-fused, r's: the same rows), then a weight's per column sum
-    assert sum(ref.dim() == 1 for ref in want) == len(k.result.column_sums), (len(want), k.result.column_sums)
+    assert [ref.dim() for ref in want] == [2] * (1 + op.count("add")) + [1] * len(k.result.column_sums), (
+        [ref.dim() for ref in want],
+        k.result.column_sums,
+    )
     for i, ref in enumerate(want):
         what = f"{op} {m}x{n} XBLOCK={xblock} RSPLIT={rsplit} {pipeline}: output {i}"
         if ref.dim() == 2:

@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 
 from gen import kernels
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from profiles import examples
 
@@ -147,3 +147,15 @@ def test_mutations_never_crash_the_cli(data: st.DataObject, tmp_path_factory) ->
         code = main(["opt", str(src), "-p", "canonicalize,cse,dce"])
     assert code in (0, 2), err.getvalue()
     assert "Traceback" not in err.getvalue()
+
+
+@given(st.integers(-4, 1 << 40))
+@example(0)  # (0 - 1).bit_length() is 1: once rounded up to 2
+def test_powers_of_two_bracket_every_integer(v: int) -> None:
+    """`next_pow2` is the least power of two at least v, `pow2_floor` the greatest at most v (both 1
+    below 2): the block sizes the plan and the frontend round to."""
+    from tilec.ir.expr import next_pow2, pow2_floor
+
+    up, down = next_pow2(v), pow2_floor(v)
+    assert up & (up - 1) == 0 and down & (down - 1) == 0
+    assert (up >= v and (up == 1 or up // 2 < v)) and (down <= max(v, 1) and down * 2 > max(v, 1))

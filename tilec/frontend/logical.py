@@ -39,7 +39,7 @@ from tilec.frontend.reasons import (
 from tilec.ir.builder import Builder
 from tilec.ir.core import Block, Kernel, Launch, Operation, Value, use_counts
 from tilec.ir.dtypes import DType, Type, f32, i1, i8, i32
-from tilec.ir.expr import CallExpr, IntExpr, Sym
+from tilec.ir.expr import CallExpr, IntExpr, Sym, next_pow2
 from tilec.ir.ops import ForOp, YieldOp
 from tilec.ir.ops.common import elem_dtype
 from tilec.ir.types import PointerType, TileType
@@ -173,7 +173,7 @@ class LogicalBuilder:
         grid: tuple[IntExpr, ...] = (CallExpr("cdiv", (xsize, XBLOCK)),)
         if banded:
             assert reduction and rnumel is not None
-            constexprs = {"XBLOCK": None, "RBLOCK": 1 << max(0, (rnumel - 1).bit_length()), "RSPLIT": None}
+            constexprs = {"XBLOCK": None, "RBLOCK": next_pow2(rnumel), "RSPLIT": None}
             grid = (CallExpr("cdiv", (xsize, RSPLIT)),)
         self.kernel = Kernel(name, [], constexprs=constexprs, launch=Launch(grid=grid))
         self.outer = Builder.at_end(self.kernel.body)  # the kernel's top level (a banded kernel's band loop is in it)

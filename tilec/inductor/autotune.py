@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from tilec import config as cfg
 from tilec.ir.errors import error_line
+from tilec.ir.expr import pow2_floor
 from tilec.ir.target import H100, Target
 from tilec.passes.chooser import has_table
 from tilec.passes.plan import Plan
@@ -197,8 +198,7 @@ def stock_split_sizes(rows: int, sm_count: int) -> list[int]:
     fixed = ic.triton.mix_order_reduction_split_size
     if fixed is not None:
         return [int(fixed)]
-    per = rows // (sm_count * 8)
-    size = min(max(1 << (per.bit_length() - 1) if per > 0 else 0, 16), 128)
+    size = min(max(pow2_floor(rows // (sm_count * 8)), 16), 128)
     tuned = not getattr(ic, "deterministic", False) and (
         getattr(ic.triton, "mix_order_reduction_autotune_split_size", False)
         or ic.max_autotune

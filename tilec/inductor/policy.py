@@ -127,7 +127,6 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | str:
         tuning, plan_options = None, ""
         if device.type == "cuda":  # the chooser's rules and the autotuner's timings are GPU measurements
             from tilec.inductor import autotune
-            from tilec.passes.chooser import Decline, choose
             from tilec.passes.plan import reads_columns, reduction_numel
 
             assert target is not None
@@ -144,15 +143,10 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | str:
                     return build(lowered, candidate_emitter, device.type, options)
 
                 tuned = autotune.tune(scheduling, features, lowered, device, cands, plan_for)
-            if tuned is not None:
-                if tuned.winner == autotune.STOCK:
-                    return f"stock Inductor timed fastest when autotuned: {tuned.describe()}"
-                (emitter, plan_options), tuning = autotune.split(tuned.winner), tuned.describe()
-            else:
-                choice = choose(lowered.kernel, hopper=hopper, forced=forced, decline=cfg.decline, gpu=target.name)
-                if isinstance(choice, Decline):
-                    return choice.reason
-                emitter, plan_options = choice.emitter, choice.plan
+            decided = _decided(tuned, lowered.kernel, hopper, forced, target)
+            if isinstance(decided, str):
+                return decided
+            (emitter, plan_options), tuning = decided, tuned.describe() if tuned is not None else None
         built = build(lowered, emitter, device.type, plan_options)
         built.stem = name_stem(lowered, list(features.node_schedule))
         built.tuning = tuning
@@ -161,6 +155,22 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | str:
         if cfg.strict:
             raise
         return _failed(e)
+
+
+def _decided(tuned: Any, kernel: Any, hopper: bool, forced: str | None, target: Target) -> tuple[str, str] | str:
+    """(emitter, plan options): what the autotuner timed fastest (`tuned`, where it ran), else what
+    the GPU's table says; or the reason stock Inductor keeps the kernel."""
+    from tilec.inductor import autotune
+    from tilec.passes.chooser import Decline, choose
+
+    if tuned is not None:
+        if tuned.winner == autotune.STOCK:
+            return f"stock Inductor timed fastest when autotuned: {tuned.describe()}"
+        return autotune.split(tuned.winner)
+    choice = choose(kernel, hopper=hopper, forced=forced, decline=cfg.decline, gpu=target.name)
+    if isinstance(choice, Decline):
+        return choice.reason
+    return choice.emitter, choice.plan
 
 
 def _failed(e: Exception) -> str:
@@ -192,7 +202,6 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
         if isinstance(lowered, Unsupported):
             return lowered.reason
         from tilec.inductor import autotune
-        from tilec.passes.chooser import Decline, choose
 
         traced_rows = ""
         if lowered.numel is None:  # a symbolic row count: banded for the rows it was traced with
@@ -216,17 +225,10 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
                 lambda c: build(lowered, "triton", device.type, with_rows(autotune.split(c)[1])),
                 banded=True,
             )
-        if tuned is not None:
-            if tuned.winner == autotune.STOCK:
-                return f"stock Inductor timed fastest when autotuned: {tuned.describe()}"
-            options = autotune.split(tuned.winner)[1]
-        else:
-            forced = "triton" if cfg.emitter == "triton" else None
-            choice = choose(lowered.kernel, hopper=False, forced=forced, decline=cfg.decline, gpu=target.name)
-            if isinstance(choice, Decline):
-                return choice.reason
-            options = choice.plan
-        built = build(lowered, "triton", device.type, with_rows(options))
+        decided = _decided(tuned, lowered.kernel, False, "triton" if cfg.emitter == "triton" else None, target)
+        if isinstance(decided, str):
+            return decided
+        built = build(lowered, "triton", device.type, with_rows(decided[1]))
         built.tuning = tuned.describe() if tuned is not None else None
         # named as stock names it: a persistent reduction (the whole row one block)
         built.stem = re.sub(r"^triton_red_", "triton_per_", name_stem(lowered, list(features.node_schedule)))

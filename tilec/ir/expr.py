@@ -14,6 +14,16 @@ BINARY_OPS = ("+", "-", "*", "//", "%")
 FUNCTIONS = ("cdiv", "min", "max")
 
 
+def next_pow2(v: int) -> int:
+    """The smallest power of two at least `v` (1 for v <= 1)."""
+    return 1 << (max(1, v) - 1).bit_length()
+
+
+def pow2_floor(v: int) -> int:
+    """The largest power of two at most `v` (1 for v <= 1)."""
+    return 1 << (max(1, v).bit_length() - 1)
+
+
 class Expr:
     """Base of symbolic integer expressions."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tilec.ir.core import Block, Kernel, Operation, Value
 from tilec.ir.errors import TilecError
+from tilec.ir.expr import pow2_floor
 from tilec.ir.layouts import WARP_SIZE, BlockedLayout, DistributedLayout, SliceLayout
 from tilec.ir.ops import (
     CombineOp,
@@ -26,10 +27,6 @@ from tilec.ir.ops import (
 from tilec.ir.types import TileType
 
 
-def _pow2_floor(v: int) -> int:
-    return 1 << (max(1, v).bit_length() - 1)
-
-
 def parent_layout(rows: int, cols: int, num_warps: int, vec: int) -> BlockedLayout:
     """A row-major blocked layout for [rows, cols] tiles: `vec` contiguous elements per thread,
     a warp along a row where the row is long enough, warps stacked over rows first."""
@@ -40,7 +37,7 @@ def parent_layout(rows: int, cols: int, num_warps: int, vec: int) -> BlockedLayo
         if tr <= rows or vec == 1:
             break
         vec //= 2
-    wr = min(num_warps, _pow2_floor(max(1, rows // tr)))
+    wr = min(num_warps, pow2_floor(max(1, rows // tr)))
     wc = num_warps // wr
     return BlockedLayout((1, vec), (tr, tc), (wr, wc), (1, 0))
 

@@ -36,7 +36,7 @@ import math
 
 from tilec.ir.core import Kernel, Module
 from tilec.ir.errors import TilecError
-from tilec.ir.expr import CallExpr, Sym
+from tilec.ir.expr import CallExpr, Sym, next_pow2, pow2_floor
 from tilec.ir.ops import ConstantOp, ForOp, LoadOp
 from tilec.ir.target import DEFAULT
 from tilec.ir.types import PointerType, TileType, numel
@@ -45,14 +45,6 @@ from tilec.passes.base import Pass, register
 from tilec.passes.layouts import assign_layouts, column_layout, flat_layout, parent_layout
 from tilec.passes.rewrite import const_value
 from tilec.passes.specialize import bind_constexprs
-
-
-def next_pow2(v: int) -> int:
-    return 1 << max(0, (v - 1).bit_length())
-
-
-def _pow2_floor(v: int) -> int:
-    return 1 << (max(1, v).bit_length() - 1)
 
 
 def reduction_numel(kernel: Kernel) -> int | None:
@@ -106,10 +98,10 @@ def band_loop(kernel: Kernel) -> ForOp | None:
     return next((op for op in kernel.body.ops if isinstance(op, ForOp)), None)
 
 
-def x_numel(kernel: Kernel) -> int | None:
-    """xnumel from a grid of the form cdiv(xnumel, XBLOCK)."""
+def x_numel(kernel: Kernel, per: str = "XBLOCK") -> int | None:
+    """xnumel from a grid of the form cdiv(xnumel, XBLOCK) (a banded kernel's: cdiv(xnumel, RSPLIT))."""
     g = kernel.launch.grid[0] if kernel.launch.grid else None
-    if isinstance(g, CallExpr) and g.fn == "cdiv" and isinstance(g.args[0], int) and g.args[1] == Sym("XBLOCK"):
+    if isinstance(g, CallExpr) and g.fn == "cdiv" and isinstance(g.args[0], int) and g.args[1] == Sym(per):
         return g.args[0]
     return None
 
@@ -217,7 +209,7 @@ class Plan(Pass):
                     xb = min(xb, next_pow2(xnumel))
                 if self.row_block_bytes and rnumel is not None:
                     row = rnumel * widest_row_load_bytes(kernel)
-                    xb = min(xb, max(1, _pow2_floor(self.row_block_bytes // row)))
+                    xb = min(xb, max(1, pow2_floor(self.row_block_bytes // row)))
                 values["XBLOCK"] = min(xb, 64) if "RBLOCK" in cx else xb
         values = self.checked(kernel, values)
         if "RSPLIT" in cx and cx["RSPLIT"] is None:
@@ -226,9 +218,8 @@ class Plan(Pass):
 
     def rows_per_band(self, kernel: Kernel, xblock: int) -> int:
         """A banded kernel's rows per program: about `bands` programs, a whole number of row blocks each."""
-        g = kernel.launch.grid[0] if kernel.launch.grid else None
-        rows = g.args[0] if isinstance(g, CallExpr) and g.fn == "cdiv" and g.args[1] == Sym("RSPLIT") else None
-        if not isinstance(rows, int):
+        rows = x_numel(kernel, "RSPLIT")
+        if rows is None:
             if not self.rows:
                 raise TilecError(
                     f"plan: kernel @{kernel.name} bands a symbolic number of rows: give rows (plan{{rows=...}})",
@@ -300,12 +291,12 @@ class Plan(Pass):
         if self.num_warps is not None:
             warps = self.num_warps
         else:
-            warps = max(1, min(16, _pow2_floor(tile_elems // (32 * self.elems_per_thread))))
+            warps = max(1, min(16, pow2_floor(tile_elems // (32 * self.elems_per_thread))))
         vec = max(1, 16 // narrowest_load_bytes(kernel))
         rows, cols = largest_2d_tile(kernel) or (xb, rb)
         if self.num_warps is None and "RBLOCK" not in kernel.constexprs:
             elems = max(rows * cols, xb)
-            warps = max(1, min(16, _pow2_floor(elems // (32 * self.elems_per_thread))))
+            warps = max(1, min(16, pow2_floor(elems // (32 * self.elems_per_thread))))
         band = band_loop(kernel)
         if band is not None:
             if self.num_warps is None:
