@@ -77,7 +77,7 @@ def dump(
     fn, args = make_call(entry, make_inputs(entry, tuple(shape), torch_dtype), torch_dtype)
     try:
         with contextlib.nullcontext() if strict else _torch_logs_quiet():
-            kernels = capture(fn, args, device=device, dynamic=dynamic, strict=strict)
+            kernels = capture(fn, args, device=device, dynamic=dynamic, strict=strict, fuse=table_fusion)
     except CaptureError as e:
         raise EntryError(f"{entry.path}: tracing {entry.func_name} failed: {e}") from None
     where = device if device == "cpu" or torch.cuda.is_available() else "cuda (fake H100)"
@@ -91,6 +91,16 @@ def dump(
         header += f"// -p {pipeline} (the {emit} emitter's default pipeline)\n"
     text, failures = format_kernels(kernels, ir=ir, pipeline=pipeline, source=source, emit=emit, check=check)
     return header + text, failures
+
+
+def table_fusion(device: Any, rows: int, row: int, elem_bytes: int) -> bool:
+    """Whether the hook fuses a norm's backward stock leaves unfused (`tilec.frontend.fusion`), by
+    the table of the GPU (the H100 where it is faked) alone."""
+    import torch
+
+    from tilec.passes.chooser import mix_order_fusion
+
+    return mix_order_fusion(torch.cuda.get_device_properties(device).name, rows, row, elem_bytes) is not None
 
 
 def format_kernels(

@@ -313,3 +313,30 @@ def test_a_symbolic_row_count_is_banded_for_the_rows_given() -> None:
     assert planned("plan{rows=100000}", True)["RSPLIT"] == 758  # 132 programs, whole row blocks
     with pytest.raises(TilecError, match=r"give rows \(plan\{rows=\.\.\.\}\)"):
         planned("plan", True)
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "fused"),
+    [(2048, 4096, True), (4096, 8192, True), (1024, 4096, False), (2048, 2048, False), (2048, 1024, False)],
+)
+def test_tilec_fuses_a_norm_backward_where_its_banded_kernel_measured_faster(m: int, n: int, fused: bool) -> None:
+    """Stock fuses a norm's backward only with twice as many rows as the row is long; where the
+    GPU's table has a measured range (the H100's: at least 2048 rows of 4096-16384 elements,
+    `chooser.MIX_ORDER_FUSIONS`), tilec's scheduling has it fused anyway. Fewer rows, shorter rows
+    and square shapes (which no mix-order reduction can tell apart from its transpose) stay as
+    stock leaves them; so does every shape without tilec's fusion in place."""
+    from tilec.dump import table_fusion
+    from tilec.frontend import fusion
+    from tilec.passes.chooser import mix_order_fusion
+
+    gm, inputs = backward_graph(m, n)
+    k = banded(capture(gm, inputs, strict=True, fuse=table_fusion))
+    assert (k is not None) == fused, (m, n)
+    assert (mix_order_fusion("NVIDIA H100 80GB HBM3", m, n, 2) is not None) == (m >= 2048 and n >= 4096)
+    if fused:
+        assert k.result.kernel.constexprs["RBLOCK"] == n and signature(k.result.kernel).row_inputs == 2
+        original = torch._inductor.scheduler.MixOrderReduction.__dict__["can_fuse"]
+        with fusion.patched():
+            assert torch._inductor.scheduler.MixOrderReduction.__dict__["can_fuse"] is not original
+        assert torch._inductor.scheduler.MixOrderReduction.__dict__["can_fuse"] is original
+        assert banded(capture(gm, inputs, strict=True)) is None  # without tilec's answer: stock's

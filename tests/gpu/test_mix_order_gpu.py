@@ -77,6 +77,31 @@ def test_a_mix_order_reduction_is_taken(name: str, shape: tuple[int, int]) -> No
     assert any(r.kernel.startswith("triton_per_") for r in records), [r.kernel for r in records]
 
 
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_tilec_fuses_where_its_banded_kernel_measured_faster(name: str) -> None:
+    """At 2048x4096 (fewer rows than twice the row length) stock Inductor keeps dx and the weights'
+    gradients apart; on a GPU whose table measured the banded kernel faster there (the H100's,
+    `chooser.MIX_ORDER_FUSIONS`) tilec has them fused and takes the kernel, and with tilec off (or
+    on another GPU) stock's kernels run unfused. The gradients equal eager's either way."""
+    from tilec.passes.chooser import mix_order_fusion
+
+    m, n = 2048, 4096
+    fused = mix_order_fusion(torch.cuda.get_device_properties(0).name, m, n, 2) is not None
+    metrics.reset()
+    first, second, want = gradients(name, m, n)
+    assert metrics.codegen_mix_order_reduction == int(fused)
+    check(name, m, n, first, second, want)
+    records = tilec.report()
+    assert records and all(r.taken for r in records), [(r.kernel, r.reason) for r in records]
+    assert any(r.kernel.startswith("triton_per_") for r in records) or not fused, [r.kernel for r in records]
+    torch._dynamo.reset()
+    metrics.reset()
+    with tilec.config.patch(enabled=False):
+        first, second, want = gradients(name, m, n)
+    assert metrics.codegen_mix_order_reduction == 0
+    check(name, m, n, first, second, want)
+
+
 def test_the_gluon_emitter_leaves_a_mix_order_reduction_to_stock() -> None:
     metrics.reset()
     with tilec.config.patch(emitter="gluon"):

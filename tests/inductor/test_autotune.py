@@ -101,6 +101,21 @@ def test_a_mix_order_reduction_times_both_bands_and_stock() -> None:
         assert autotune.split(c)[0] == "triton"
 
 
+def test_a_banded_kernel_keeps_the_bytes_in_flight_its_gpu_needs() -> None:
+    """A banded kernel's stages are sized for the target's bytes in flight per SM: the H100's is
+    the plan's default; the H200's 1.43x that (its stages measured faster:
+    bench/results/2026-11-26-h200-inflight); a GPU whose bandwidth is not described keeps the
+    default, as does a device the H200's name does not match."""
+    from tilec.inductor.policy import band_options
+    from tilec.ir.target import B200, H100, H200, target_for
+    from tilec.passes.plan import IN_FLIGHT, band_in_flight
+
+    assert band_in_flight(H100) == IN_FLIGHT and band_options(H100) == ""
+    assert band_in_flight(H200) == round(IN_FLIGHT * 21818 / 15227) == 70427
+    assert band_options(H200) == "in_flight=70427"
+    assert band_options(B200) == band_options(target_for((9, 0), "NVIDIA H100 PCIe")) == ""
+
+
 def test_stock_is_timed_at_the_split_size_inductor_picks() -> None:
     """Stock's rows per program: the largest power of two under rows / (8 x SMs), within 16-128; a
     configured size as it is; where Inductor tunes it, also half and twice the heuristic's."""

@@ -15,6 +15,7 @@ from bench_scripts import load, meta_kernel
 
 from examples import example
 from tilec.passes.chooser import (
+    MIX_ORDER_FUSIONS,
     NO_TABLE,
     RESULTS,
     RULES,
@@ -25,6 +26,7 @@ from tilec.passes.chooser import (
     Rule,
     Signature,
     choose,
+    mix_order_fusion,
     signature,
 )
 
@@ -383,6 +385,26 @@ def test_rules_name_a_committed_run_that_holds_their_figures(rule: Rule) -> None
     assert run.exists(), f"{rule.run} is not under {RESULTS}/"
     assert len(FIGURE.findall(rule.figures)) >= 1, f"no 'MxN a vs b' figures in {rule.figures!r}"
     assert not _unmatched(rule, _measured(run)), (rule.run, _unmatched(rule, _measured(run)))
+
+
+@pytest.mark.parametrize("gpu", sorted(MIX_ORDER_FUSIONS))
+def test_mix_order_fusions_name_a_committed_run_that_holds_their_figures(gpu: str) -> None:
+    """A GPU's range of mix-order fusions quotes figures its run holds, as rules do, and its
+    bounds are shapes the run measured: no fewer rows, no shorter rows, no longer rows than it
+    shows (the H200's run measured rows of 16384 too, and they lost)."""
+    fusion = MIX_ORDER_FUSIONS[gpu]
+    as_rule = Rule("mix-order", 0, 1, "triton", fusion.run, fusion.figures, elem_bytes=fusion.elem_bytes)
+    assert len(FIGURE.findall(fusion.figures)) >= 1 and (ROOT / RESULTS / fusion.run).is_dir()
+    measured = _measured(ROOT / RESULTS / fusion.run)
+    assert not _unmatched(as_rule, measured), _unmatched(as_rule, measured)
+    shapes = {(m, n) for (op, m, n, dtype) in measured if op.endswith("_bwd")}
+    assert min(m for m, _ in shapes) == fusion.min_rows
+    assert min(n for _, n in shapes) == fusion.min_row and fusion.max_row in {n for _, n in shapes}
+    assert mix_order_fusion(gpu, fusion.min_rows, fusion.min_row, fusion.elem_bytes) == fusion
+    assert mix_order_fusion(gpu, fusion.min_rows - 1, fusion.min_row, fusion.elem_bytes) is None
+    assert mix_order_fusion(gpu, fusion.min_rows, fusion.max_row * 2, fusion.elem_bytes) is None
+    assert mix_order_fusion(gpu, fusion.min_rows, fusion.min_row, 4) is None
+    assert mix_order_fusion("NVIDIA Unknown", fusion.min_rows, fusion.min_row, fusion.elem_bytes) is None
 
 
 def test_figure_check_fails_on_figures_from_another_run() -> None:

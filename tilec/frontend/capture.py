@@ -350,6 +350,8 @@ def _scheduling_class() -> type:
     class CaptureScheduling(TritonScheduling):
         records: list[CapturedKernel]
         strict: bool = False
+        # capture's `fuse`: whether a norm's backward stock leaves unfused is fused (tilec.frontend.fusion)
+        mix_order_fusion: Callable[[Any, int, int, int], bool] | None = None
 
         def codegen_node_schedule(self, kernel_features: Any) -> Any:
             record = _record(kernel_features, lower(kernel_features, self, strict=self.strict))
@@ -424,7 +426,13 @@ def _reduction_types(features: Any) -> list[str]:
 
 
 @contextlib.contextmanager
-def _hooked(device: str, records: list[CapturedKernel], strict: bool, fake_gpu: bool) -> Iterator[None]:
+def _hooked(
+    device: str,
+    records: list[CapturedKernel],
+    strict: bool,
+    fake_gpu: bool,
+    fuse: Callable[[Any, int, int, int], bool] | None = None,
+) -> Iterator[None]:
     """Installs the capturing scheduling for `device` and stops compilation after codegen."""
     from torch._inductor import config as inductor_config
     from torch._inductor import graph as graph_mod
@@ -434,7 +442,7 @@ def _hooked(device: str, records: list[CapturedKernel], strict: bool, fake_gpu: 
 
     def make_triton(scheduler: Any) -> Any:
         s = cls(scheduler)
-        s.records, s.strict = records, strict
+        s.records, s.strict, s.mix_order_fusion = records, strict, fuse
         return s
 
     def make_cuda(scheduler: Any) -> Any:
@@ -469,7 +477,9 @@ def _hooked(device: str, records: list[CapturedKernel], strict: bool, fake_gpu: 
         if fake_gpu:
             # padding matmul operands is decided by timing them on the device: there is none
             patches["shape_padding"] = False
-        with inductor_config.patch(patches):
+        from tilec.frontend.fusion import patched
+
+        with inductor_config.patch(patches), patched():
             yield
     finally:
         p.restore()
@@ -506,13 +516,18 @@ def capture(
     device: str = "cuda",
     dynamic: bool = False,
     strict: bool = False,
+    fuse: Callable[[Any, int, int, int], bool] | None = None,
 ) -> list[CapturedKernel]:
     """Traces `fn(*inputs)` with torch.compile and returns the fused Triton kernels Inductor
     generates for `device` ("cuda": the GPU, or a fake H100 without one; "cpu"), each with its
     tile IR or the reason tilec does not take it. Raises CaptureError if tracing fails.
 
     `dynamic`: every input's leading dimensions are symbolic (batch and sequence, as Dynamo makes
-    them after a model meets a second sequence length), its last dimension static."""
+    them after a model meets a second sequence length), its last dimension static.
+
+    `fuse(device, rows, row, elem_bytes)`: whether a norm's backward of `rows` rows of `row`
+    elements that stock Inductor leaves unfused is fused into a mix-order reduction, as the hook
+    has it (`tilec.frontend.fusion`; the hook asks the GPU's table); None: as stock fuses."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     if device not in ("cuda", "cpu"):
@@ -528,7 +543,7 @@ def capture(
             p = _Patcher()
             stack.callback(p.restore)
             p.setattr(triton_utils, "triton_hash_with_backend", lambda: FAKE_BACKEND_HASH)
-        stack.enter_context(_hooked(device, records, strict, fake_gpu))
+        stack.enter_context(_hooked(device, records, strict, fake_gpu, fuse))
         args = _fake_inputs(inputs, device, FakeTensorMode())
         if dynamic:
             for t in args:

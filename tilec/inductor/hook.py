@@ -19,7 +19,7 @@ from typing import Any
 from tilec import config as cfg
 from tilec.inductor.build import KernelBuild
 from tilec.inductor.cpu import CpuFallbackError, triton_cpu_driver
-from tilec.inductor.policy import INTERNAL_ERROR, attempt, attempt_mix_order
+from tilec.inductor.policy import INTERNAL_ERROR, attempt, attempt_mix_order, fuses_mix_order
 from tilec.inductor.wrapper import commit, current_device, define_mix_order, free_buffers, note
 
 log = logging.getLogger(__name__)
@@ -51,6 +51,10 @@ def triton_scheduling_class() -> type:
                     "tilec.install(cpu=True), tilec then takes what it can and C++ code generation the rest."
                 )
             return self._stock(lambda: super(TilecTritonScheduling, self).codegen_node_schedule(kernel_features), built)
+
+        def mix_order_fusion(self, device: Any, rows: int, row: int, elem_bytes: int) -> bool:
+            """Whether a norm's backward stock would leave unfused is fused (`tilec.frontend.fusion`)."""
+            return fuses_mix_order(device, rows, row, elem_bytes)
 
         def codegen_mix_order_reduction(self, node: Any) -> Any:
             """Inductor's fused norm backward (not through codegen_node_schedule). Decided first,

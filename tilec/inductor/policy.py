@@ -179,6 +179,28 @@ def _failed(e: Exception) -> str:
     return f"{INTERNAL_ERROR}: {error_line(e)}"
 
 
+def band_options(target: Target) -> str:
+    """A banded kernel's plan options on `target`: its band loop's stages sized for the bytes in
+    flight the target needs (`plan.band_in_flight`); none where that is the plan's default (the
+    H100's, and a GPU whose bandwidth is not described)."""
+    from tilec.passes.plan import IN_FLIGHT, band_in_flight
+
+    in_flight = band_in_flight(target)
+    return f"in_flight={in_flight}" if in_flight != IN_FLIGHT else ""
+
+
+def fuses_mix_order(device: Any, rows: int, row: int, elem_bytes: int) -> bool:
+    """Whether tilec has a norm's backward of `rows` rows of `row` elements fused into one
+    mix-order kernel where stock's size checks would not (`tilec.frontend.fusion`): tilec takes
+    kernels of this graph with the Triton emitter, and the GPU's table has a measured range that
+    covers the shape (`chooser.MIX_ORDER_FUSIONS`)."""
+    from tilec.passes.chooser import mix_order_fusion
+
+    if device.type != "cuda" or cfg.emitter == "gluon" or decline_reason(device) is not None:
+        return False
+    return mix_order_fusion(device_target(device).name, rows, row, elem_bytes) is not None
+
+
 MIX_ORDER_GLUON = "a mix-order reduction has a Triton plan only (tilec.config.emitter is 'gluon')"
 
 
@@ -210,8 +232,10 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
 
             traced_rows = f"rows={dict(zip(lowered.sizes, traced_sizes(lowered)))[XNUMEL]}"
 
-        def with_rows(options: str) -> str:
-            return ",".join(o for o in (options, traced_rows) if o)
+        sized = band_options(target)
+
+        def with_band(options: str) -> str:
+            return ",".join(o for o in (options, traced_rows, sized) if o)
 
         cands = autotune.mix_order_candidates(cfg.decline, target)
         tuned = None
@@ -222,13 +246,13 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
                 lowered,
                 device,
                 cands,
-                lambda c: build(lowered, "triton", device.type, with_rows(autotune.split(c)[1])),
+                lambda c: build(lowered, "triton", device.type, with_band(autotune.split(c)[1])),
                 banded=True,
             )
         decided = _decided(tuned, lowered.kernel, False, "triton" if cfg.emitter == "triton" else None, target)
         if isinstance(decided, str):
             return decided
-        built = build(lowered, "triton", device.type, with_rows(decided[1]))
+        built = build(lowered, "triton", device.type, with_band(decided[1]))
         built.tuning = tuned.describe() if tuned is not None else None
         # named as stock names it: a persistent reduction (the whole row one block)
         built.stem = re.sub(r"^triton_red_", "triton_per_", name_stem(lowered, list(features.node_schedule)))

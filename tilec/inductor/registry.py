@@ -175,8 +175,11 @@ def register(cpu: bool = False) -> None:
     Idempotent. The CPU needs Triton's interpreter (see `install`)."""
     from torch._inductor.codegen import common
 
+    from tilec.frontend import fusion
+
     with _lock:
         common.init_backend_registration()
+        fusion.patch()  # mix-order fusions tilec's schedulings ask for (inert under any other)
         _install_device("cuda")
         if cpu:
             _install_device("cpu")
@@ -206,6 +209,10 @@ def restore(devices: set[str] | None = None, everywhere: set[str] | None = None)
         for device in list(_saved):
             if devices is None or device not in devices:
                 _uninstall_device(device)
+        if not _saved:
+            from tilec.frontend import fusion
+
+            fusion.unpatch()
 
 
 def is_registered(device: str = "cuda") -> bool:

@@ -53,6 +53,7 @@ from tilec.passes.plan import band_loop, reads_columns, reduction_numel, widest_
 from tilec.passes.rewrite import const_value
 
 __all__ = [
+    "MIX_ORDER_FUSIONS",
     "NO_TABLE",
     "RESULTS",
     "RULES",
@@ -60,10 +61,12 @@ __all__ = [
     "UNMEASURED",
     "Choice",
     "Decline",
+    "MixOrderFusion",
     "Rule",
     "Signature",
     "choose",
     "has_table",
+    "mix_order_fusion",
     "signature",
 ]
 
@@ -831,6 +834,67 @@ H200_RULES: tuple[Rule, ...] = (
 # for that GPU only. A GPU without a table of its own gets the autotuner (tilec.inductor.policy),
 # and stock Inductor where it cannot time.
 TABLES: dict[str, tuple[Rule, ...]] = {H100.name: RULES, H200.name: H200_RULES}
+
+
+@dataclass(frozen=True)
+class MixOrderFusion:
+    """Shapes of a norm's backward at which tilec has its dx and its column sums fused into one
+    mix-order kernel where stock Inductor's own size checks would keep them apart (fewer than
+    twice as many rows as the row is long, or fewer than 4096 rows: docs/hook.md), because the
+    banded kernel was measured faster there than the kernels it replaces: at least `min_rows` rows
+    of `min_row` to `max_row` elements (inclusive) of `elem_bytes` bytes."""
+
+    min_rows: int
+    min_row: int
+    max_row: int
+    elem_bytes: int
+    run: str
+    figures: str  # "MxN banded vs stock's unfused kernels" per op and shape, % of a copy
+
+    @property
+    def evidence(self) -> str:
+        return f"{RESULTS}/{self.run}: {self.figures}"
+
+    def covers(self, rows: int, row: int, elem_bytes: int) -> bool:
+        return rows >= self.min_rows and self.min_row <= row <= self.max_row and elem_bytes == self.elem_bytes
+
+
+# By GPU, as TABLES: measured with `tilec bench --bwd` (tilec's banded kernel, the hook fusing it,
+# against stock torch.compile's dx and column kernels; the norms' backward, plain, residual-fused
+# and read by two projections), each op's slowest figures against stock's quoted. The H100: faster
+# at every one of 30 op-shapes from 2048x4096 to 8192x16384 (1.11-1.95x); 1024 rows of 2048
+# (fewer rows, shorter rows) lost for LayerNorm (bench/fusion_probe.py, unfused.jsonl there). The
+# H200: faster at the 20 op-shapes of rows of 4096-8192 (1.20-1.81x); at rows of 16384 LayerNorm
+# lost (4096x16384 43.1 vs 45.5) and the residual-fused RMSNorm tied, so they stay as stock
+# fuses them. A GPU without an entry fuses what stock fuses.
+MIX_ORDER_FUSIONS: dict[str, MixOrderFusion] = {
+    H100.name: MixOrderFusion(
+        2048,
+        4096,
+        16384,
+        2,
+        "2026-11-26-h100-fusion",
+        "rmsnorm_bwd 6144x4096 76.1 vs 52.2; layernorm_bwd 4096x16384 51.3 vs 46.3; add_rmsnorm_bwd 4096x16384 "
+        "76.7 vs 61.4; add_rmsnorm_mlp_bwd 2048x4096 89.8 vs 67.8; add_layernorm_mlp_bwd 4096x16384 62.3 vs 47.5",
+    ),
+    H200.name: MixOrderFusion(
+        2048,
+        4096,
+        8192,
+        2,
+        "2026-11-26-h200-fusion",
+        "rmsnorm_bwd 2048x8192 70.6 vs 47.2; layernorm_bwd 2048x4096 53.8 vs 37.4; add_rmsnorm_bwd 2048x8192 "
+        "72.2 vs 58.6; add_rmsnorm_mlp_bwd 2048x4096 85.1 vs 65.5; add_layernorm_mlp_bwd 2048x4096 70.5 vs 58.8",
+    ),
+}
+
+
+def mix_order_fusion(gpu: str, rows: int, row: int, elem_bytes: int) -> MixOrderFusion | None:
+    """The measured range that has tilec fuse a norm's backward of `rows` rows of `row` elements on
+    `gpu` where stock Inductor would not, or None."""
+    fusion = MIX_ORDER_FUSIONS.get(gpu)
+    return fusion if fusion is not None and fusion.covers(rows, row, elem_bytes) else None
+
 
 # Why a kernel stays stock on a GPU no table describes, when the autotuner could not decide.
 NO_TABLE = "no measurement was made on this GPU"

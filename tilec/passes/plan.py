@@ -38,7 +38,7 @@ from tilec.ir.core import Kernel, Module
 from tilec.ir.errors import TilecError
 from tilec.ir.expr import CallExpr, Sym, next_pow2, pow2_floor
 from tilec.ir.ops import ConstantOp, ForOp, LoadOp
-from tilec.ir.target import DEFAULT
+from tilec.ir.target import DEFAULT, H100, Target
 from tilec.ir.types import PointerType, TileType, numel
 from tilec.passes.affine import local_stride
 from tilec.passes.base import Pass, register
@@ -64,6 +64,17 @@ def reduction_numel(kernel: Kernel) -> int | None:
 # and H200's 227 KiB per CTA less room for the reductions' scratch)
 IN_FLIGHT = 48 * 1024
 SMEM_FOR_STAGES = 216 * 1024
+
+
+def band_in_flight(target: Target) -> int:
+    """The row loads in flight per SM a banded kernel's stages are sized for on `target` (the
+    plan's `in_flight`): IN_FLIGHT, measured on the H100, scaled by the target's bytes in flight
+    per SM against the H100's (the H200: 48 KiB x 21818 / 15227 = 69 KiB, measured 1-5 points of a
+    copy faster than 48 KiB there: bench/results/2026-11-26-h200-inflight); IN_FLIGHT where the
+    target's bandwidth is not described."""
+    if not target.bytes_in_flight_per_sm:
+        return IN_FLIGHT
+    return round(IN_FLIGHT * target.bytes_in_flight_per_sm / H100.bytes_in_flight_per_sm)
 
 
 def band_row_bytes(kernel: Kernel) -> int:
@@ -179,6 +190,7 @@ class Plan(Pass):
     bands: int = 0  # a banded kernel's programs (0: one per SM)
     rows: int = 0  # the row count to band where a banded kernel's own is symbolic (what its graph was traced with)
     stages: int = 0  # a banded kernel's band loop: software pipelining depth (0: from the bytes in flight)
+    in_flight: int = 0  # a banded kernel's row loads in flight per SM that size its stages (0: IN_FLIGHT)
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
@@ -235,7 +247,7 @@ class Plan(Pass):
 
     def band_stages(self, kernel: Kernel, band: ForOp, rows: int) -> int:
         """The band loop's pipelining depth: enough row blocks (`rows` bytes of row loads each) in
-        flight for about 48 KiB per SM (at least 3 stages), and no more than shared memory holds:
+        flight for about `in_flight` bytes per SM (default 48 KiB; at least 3 stages), and no more than shared memory holds:
         Triton keeps stages - 1 copies of every load of the loop there (rows, the weight, per-row
         values)."""
         staged = sum(
@@ -244,7 +256,8 @@ class Plan(Pass):
         grid = kernel.launch.grid[0] if kernel.launch.grid else None
         programs = grid if isinstance(grid, int) else DEFAULT.sm_count
         per_sm = max(1.0, programs / DEFAULT.sm_count)
-        stages = self.stages or max(3, 1 + math.ceil(IN_FLIGHT / max(1.0, per_sm * rows)))
+        in_flight = self.in_flight or IN_FLIGHT
+        stages = self.stages or max(3, 1 + math.ceil(in_flight / max(1.0, per_sm * rows)))
         while stages > 1 and (stages - 1) * staged > SMEM_FOR_STAGES:
             stages -= 1
         return stages

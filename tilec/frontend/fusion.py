@@ -1,0 +1,100 @@
+"""Mix-order fusions stock Inductor's size checks refuse, made where tilec's banded kernel was
+measured faster than the kernels they replace.
+
+Inductor fuses a norm's backward — the row reduction with dx, and the weights' gradients summed
+over the rows — into one mix-order reduction (`MixOrderReduction.can_fuse`) only at shapes its own
+kernel wins: at least 4096 rows, twice as many rows as the row is long, 5·2^20 elements
+(`triton.mix_order_reduction_non_strict_mode` drops these three checks). tilec's banded kernel
+wins at more shapes (a wide row with fewer rows: 4096x8192, 2048x4096). Where tilec compiles the
+graph (its scheduling is the device's) and the GPU's table has a measured range covering the
+shape (`chooser.MIX_ORDER_FUSIONS`), tilec answers yes for a pair that stock would fuse with those
+checks off; the fused node then reaches the scheduling's `codegen_mix_order_reduction` like any
+other (docs/hook.md). The scheduling decides: the hook's and capture's have a
+`mix_order_fusion(device, rows, row, elem_bytes)`; any other scheduling (tilec not applied to the
+graph) gets stock's answer.
+
+    patch()      # while tilec is registered with Inductor (tilec.inductor.registry)
+    unpatch()
+    with patched(): ...   # capture
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+log = logging.getLogger("tilec")
+
+# Inductor's own `MixOrderReduction.can_fuse`, while tilec's is in place
+_stock: Any = None
+
+
+def patch() -> None:
+    """Puts tilec's `can_fuse` in place of Inductor's (idempotent)."""
+    global _stock
+    from torch._inductor.scheduler import MixOrderReduction
+
+    if _stock is None:
+        _stock = MixOrderReduction.__dict__["can_fuse"]
+        MixOrderReduction.can_fuse = classmethod(_can_fuse)  # type: ignore[method-assign, assignment]
+
+
+def unpatch() -> None:
+    """Restores Inductor's `can_fuse`."""
+    global _stock
+    from torch._inductor.scheduler import MixOrderReduction
+
+    if _stock is not None:
+        MixOrderReduction.can_fuse = _stock  # type: ignore[method-assign]
+        _stock = None
+
+
+@contextlib.contextmanager
+def patched() -> Iterator[None]:
+    """`patch()` for a block; restores Inductor's `can_fuse` on exit unless it was patched before."""
+    before = _stock is not None
+    patch()
+    try:
+        yield
+    finally:
+        if not before:
+            unpatch()
+
+
+def _can_fuse(cls: Any, node1: Any, node2: Any) -> bool:
+    stock = _stock.__get__(None, cls)
+    if stock(node1, node2):
+        return True
+    try:
+        return _fuses(cls, stock, node1, node2)
+    except Exception:  # a question about fusion must never fail a compile: stock's answer stands
+        log.debug("tilec: could not decide a mix-order fusion", exc_info=True)
+        return False
+
+
+def _fuses(cls: Any, stock: Any, node1: Any, node2: Any) -> bool:
+    """Whether tilec's scheduling compiles the graph and fuses this pair (`mix_order_fusion`)."""
+    from torch._inductor import config as ic
+    from torch._inductor.virtualized import V
+
+    device = node1.get_device()
+    if device is None or device.type != "cuda":
+        return False
+    backend = node1.scheduler.get_backend(device)
+    decide = getattr(getattr(backend, "_triton_scheduling", backend), "mix_order_fusion", None)
+    if decide is None:
+        return False
+    with ic.patch({"triton.mix_order_reduction_non_strict_mode": True}):
+        if not stock(node1, node2):
+            return False
+    contiguous = node1 if cls.is_contiguous_node(node1) else node2
+    nrow, ncol = cls.get_numel_rnumel(contiguous)
+    if not (getattr(nrow, "is_number", True) and getattr(ncol, "is_number", True)):
+        return False  # a symbolic size: measured ranges are for static shapes
+    # the element size of the rows both reductions read whole (x and dy)
+    sizes = {V.graph.get_dtype(name).itemsize for name in cls.get_common_read(node1, node2)}
+    if len(sizes) != 1:
+        return False
+    return bool(decide(device, int(nrow), int(ncol), sizes.pop()))
