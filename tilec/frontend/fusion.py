@@ -79,6 +79,8 @@ def _fuses(cls: Any, stock: Any, node1: Any, node2: Any) -> bool:
     from torch._inductor import config as ic
     from torch._inductor.virtualized import V
 
+    if ic.triton.mix_order_reduction_non_strict_mode or not (node1.is_reduction() and node2.is_reduction()):
+        return False  # stock's answer is final (the checks are off already), or no pair of reductions
     device = node1.get_device()
     if device is None or device.type != "cuda":
         return False
