@@ -14,8 +14,11 @@ The third argument names the backward ops (`tilec bench --bwd`'s; default: rmsno
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import torch
@@ -28,6 +31,36 @@ from tilec.passes.pipelines import with_plan
 from tilec.runtime.timing import device_ms
 
 OPS = ("rmsnorm_bwd", "layernorm_bwd")
+Settings = Callable[[], AbstractContextManager[object]]  # a variant's settings, entered anew each time
+
+
+def measure(shapes: list[tuple[int, int]], ops: Sequence[str], variants: dict[str, Settings]) -> None:
+    """Per op and shape, one JSON line: the op's backward compiled and timed under each variant's
+    settings (entered around its compile and its timing), as % of a same-size copy of the model
+    bytes, or the error of a variant that did not compile (shared memory, say)."""
+    for m, n in shapes:
+        src = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+        dst = torch.empty_like(src)
+        copy_gbps = 2 * src.numel() * src.element_size() / device_ms(lambda: dst.copy_(src)) / 1e6  # noqa: B023
+        for op in ops:
+            forward = BACKWARD[op]
+            row: dict[str, object] = {"op": forward, "shape": f"{m}x{n}"}
+            inputs = make_inputs(op, m, n, torch.bfloat16)
+            for name, settings in variants.items():
+                torch._dynamo.reset()
+                try:
+                    with (
+                        settings(),
+                        torch._inductor.config.patch(fx_graph_cache=False),
+                        torch._functorch.config.patch(donated_buffer=False),  # the backward runs again and again
+                    ):
+                        call = gradients(torch.compile(FUNCTIONS[forward], dynamic=False), inputs, forward)
+                        call()  # the backward compiles here
+                        ms = device_ms(call, reps=15)
+                    row[name] = round(100 * model_bytes(op, m, n, 2) / ms / 1e6 / copy_gbps, 1)
+                except Exception as e:
+                    row[name] = f"error: {str(e)[:200]}"
+            print(json.dumps(row), flush=True)
 
 
 def main(argv: list[str]) -> int:
@@ -38,40 +71,17 @@ def main(argv: list[str]) -> int:
         print(f"not a backward op: {', '.join(unknown)} (one of {', '.join(BACKWARD)})", file=sys.stderr)
         return 2
     tilec.install()
-    for m, n in parse_shapes(argv[0]):
-        src = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
-        dst = torch.empty_like(src)
-        copy_gbps = 2 * src.numel() * src.element_size() / device_ms(lambda: dst.copy_(src)) / 1e6  # noqa: B023
-        for op in ops:
-            forward = BACKWARD[op]
-            row: dict[str, object] = {"op": forward, "shape": f"{m}x{n}"}
-            inputs = make_inputs(op, m, n, torch.bfloat16)
-            for v in ["stock", *variants]:
-                torch._dynamo.reset()
-                if v == "stock":
-                    settings = tilec.config.patch(enabled=False)
-                else:
-                    pipes = {
-                        **tilec.config.pipelines,
-                        "triton": with_plan("triton-default", v) if v else "triton-default",
-                    }
-                    settings = tilec.config.patch(
-                        enabled=True, emitter="triton", decline=False, autotune=False, pipelines=pipes
-                    )
-                try:
-                    with (
-                        settings,
-                        torch._inductor.config.patch(fx_graph_cache=False),
-                        torch._functorch.config.patch(donated_buffer=False),  # the backward runs again and again
-                    ):
-                        call = gradients(torch.compile(FUNCTIONS[forward], dynamic=False), inputs, forward)
-                        call()  # the backward compiles here
-                        ms = device_ms(call, reps=15)
-                    gbps = model_bytes(op, m, n, 2) / ms / 1e6
-                    row[v or "default"] = round(100 * gbps / copy_gbps, 1)
-                except Exception as e:  # a variant that does not compile (shared memory) is reported
-                    row[v or "default"] = f"error: {str(e)[:200]}"
-            print(json.dumps(row), flush=True)
+
+    def tilec_with(options: str) -> AbstractContextManager[object]:
+        pipes = {
+            **tilec.config.pipelines,
+            "triton": with_plan("triton-default", options) if options else "triton-default",
+        }
+        return tilec.config.patch(enabled=True, emitter="triton", decline=False, autotune=False, pipelines=pipes)
+
+    settings: dict[str, Settings] = {"stock": lambda: tilec.config.patch(enabled=False)}
+    settings.update({v or "default": functools.partial(tilec_with, v) for v in variants})
+    measure(parse_shapes(argv[0]), ops, settings)
     return 0
 
 

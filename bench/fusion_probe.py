@@ -11,52 +11,43 @@ copy of the model bytes; one JSON line per op and shape. The data behind
 
 from __future__ import annotations
 
-import json
+import contextlib
+import functools
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bwd_variants import measure
+
 import tilec
-from bench import BACKWARD, FUNCTIONS, gradients, make_inputs, model_bytes, parse_shapes
-from tilec.runtime.timing import device_ms
+from bench import parse_shapes
+
+
+@contextlib.contextmanager
+def side(tilec_on: bool, fused: bool) -> Iterator[None]:
+    """Stock (`tilec_on` False) or tilec taking every kernel with the Triton emitter, with
+    Inductor's mix-order size checks on or off (`fused`)."""
+    settings = (
+        tilec.config.patch(enabled=True, emitter="triton", decline=False, autotune=False)
+        if tilec_on
+        else tilec.config.patch(enabled=False)
+    )
+    with settings, torch._inductor.config.patch({"triton.mix_order_reduction_non_strict_mode": fused}):
+        yield
 
 
 def main(argv: list[str]) -> int:
     tilec.install()
-    ops = argv[1].split(",")
-    for m, n in parse_shapes(argv[0]):
-        src = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
-        dst = torch.empty_like(src)
-        copy_gbps = 2 * src.numel() * 2 / device_ms(lambda: dst.copy_(src)) / 1e6  # noqa: B023
-        for op in ops:
-            forward = BACKWARD[op]
-            row = {"op": forward, "shape": f"{m}x{n}"}
-            inputs = make_inputs(op, m, n, torch.bfloat16)
-            for v in ["stock", "stock-fused", "tilec-fused", "tilec"]:
-                torch._dynamo.reset()
-                fused = v.endswith("fused")
-                settings = (
-                    tilec.config.patch(enabled=False)
-                    if v.startswith("stock")
-                    else tilec.config.patch(enabled=True, emitter="triton", decline=False, autotune=False)
-                )
-                try:
-                    with (
-                        settings,
-                        torch._inductor.config.patch(
-                            {"fx_graph_cache": False, "triton.mix_order_reduction_non_strict_mode": fused}
-                        ),
-                        torch._functorch.config.patch(donated_buffer=False),
-                    ):
-                        call = gradients(torch.compile(FUNCTIONS[forward], dynamic=False), inputs, forward)
-                        call()
-                        ms = device_ms(call, reps=15)
-                    row[v] = round(100 * model_bytes(op, m, n, 2) / ms / 1e6 / copy_gbps, 1)
-                except Exception as e:
-                    row[v] = f"error: {str(e)[:200]}"
-            print(json.dumps(row), flush=True)
+    sides = {
+        "stock": functools.partial(side, False, False),
+        "stock-fused": functools.partial(side, False, True),
+        "tilec-fused": functools.partial(side, True, True),
+        "tilec": functools.partial(side, True, False),
+    }
+    measure(parse_shapes(argv[0]), argv[1].split(","), sides)
     return 0
 
 

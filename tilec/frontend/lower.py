@@ -700,6 +700,17 @@ def traced_sizes(lowered: Lowered) -> list[int]:
     return [_at_traced(e, values) for e in lowered.sizes.values()]
 
 
+def banded_sizes(lowered: Lowered) -> tuple[int, int]:
+    """A banded kernel's rows and row length: its own, or where symbolic the sizes the graph was
+    traced with."""
+    from tilec.frontend.logical import RNUMEL, XNUMEL
+
+    sizes = dict(zip(lowered.sizes, traced_sizes(lowered))) if lowered.sizes else {}
+    rows = lowered.numel if lowered.numel is not None else sizes[XNUMEL]
+    n = lowered.rnumel if lowered.rnumel is not None else sizes[RNUMEL]
+    return int(rows), int(n)
+
+
 def traced_layouts(lowered: Lowered) -> dict[str, tuple[tuple[int, ...], tuple[int, ...], int]]:
     """Each argument buffer's (shape, strides, offset) for the sizes the graph was traced with."""
     from torch._inductor.virtualized import V

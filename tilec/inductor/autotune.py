@@ -358,26 +358,22 @@ def _workspace_sums(sums: int, splits: int, n: int, device: Any) -> tuple[Any, C
     return ws, lambda: [ws[i * stride : (i + 1) * stride].view(splits, n).sum(dim=0) for i in range(sums)]
 
 
-def _banded_rows(lowered: Any) -> tuple[int, int]:
-    """A banded kernel's rows and row length (the sizes it was traced with, where symbolic)."""
-    from tilec.frontend.logical import RNUMEL, XNUMEL
-
-    sizes = dict(zip(lowered.sizes, traced(lowered)[1])) if lowered.sizes else {}
-    rows = lowered.numel if lowered.numel is not None else sizes[XNUMEL]
-    n = lowered.rnumel if lowered.rnumel is not None else sizes[RNUMEL]
-    return int(rows), int(n)
+def _timing_args(lowered: Any, device: Any, given: dict[str, Any] | None = None) -> list[Any]:
+    """A kernel's arguments to time it with (`random_args`; `given` as there), then its size
+    arguments, at the sizes its graph was traced with where they are symbolic."""
+    layouts, sizes = traced(lowered) if lowered.sizes else ({}, [])
+    return [*random_args(lowered, device, layouts, given), *sizes]
 
 
 def _time_banded(plan: KernelBuild, lowered: Any, device: Any) -> float:
     """A banded kernel (a mix-order reduction) and the sums of its workspace's rows."""
     from tilec.frontend.logical import WORKSPACE
+    from tilec.frontend.lower import banded_sizes
 
-    rows, n = _banded_rows(lowered)
+    rows, n = banded_sizes(lowered)
     splits = -(-rows // int(plan.primary.constexprs["RSPLIT"]))
     ws, sums = _workspace_sums(len(lowered.column_sums), splits, n, device)
-    layouts, sizes = traced(lowered) if lowered.sizes else ({}, [])
-    args = [*random_args(lowered, device, layouts, given={WORKSPACE: ws}), *sizes]
-    return _time_plan(plan, args, after=sums)
+    return _time_plan(plan, _timing_args(lowered, device, given={WORKSPACE: ws}), after=sums)
 
 
 def _time_stock_mix_order(scheduling: Any, features: Any, lowered: Any, device: Any) -> float:
@@ -387,9 +383,10 @@ def _time_stock_mix_order(scheduling: Any, features: Any, lowered: Any, device: 
     import torch
     from torch._inductor.codecache import PyCodeCache
 
+    from tilec.frontend.lower import banded_sizes
     from tilec.runtime.timing import device_ms
 
-    rows, n = _banded_rows(lowered)
+    rows, n = banded_sizes(lowered)
     sms = torch.cuda.get_device_properties(device).multi_processor_count
     best = math.inf
     for size in stock_split_sizes(rows, sms):
@@ -496,8 +493,7 @@ def _tune(
                 ms[c] = _time_banded(plan_for(c), lowered, device)
             else:
                 if args is None:
-                    layouts, sizes = traced(lowered) if lowered.sizes else ({}, [])
-                    args = [*random_args(lowered, device, layouts), *sizes]
+                    args = _timing_args(lowered, device)
                 ms[c] = _time_plan(plan_for(c), args)
         except Exception as e:  # a candidate that fails to build, compile or run is not chosen
             if cfg.strict and c != STOCK:

@@ -210,7 +210,7 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
     changes nothing in Inductor. The build's planned `RSPLIT` is the band the wrapper must use.
     The autotuner's timings decide where it runs (`autotune.wanted`), else the GPU's table."""
     from tilec.frontend import Unsupported, lower
-    from tilec.frontend.lower import mix_order_features
+    from tilec.frontend.lower import banded_sizes, mix_order_features
 
     reason = decline_reason(device)
     if reason is not None:
@@ -225,13 +225,8 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
             return lowered.reason
         from tilec.inductor import autotune
 
-        traced_rows = ""
-        if lowered.numel is None:  # a symbolic row count: banded for the rows it was traced with
-            from tilec.frontend.logical import XNUMEL
-            from tilec.frontend.lower import traced_sizes
-
-            traced_rows = f"rows={dict(zip(lowered.sizes, traced_sizes(lowered)))[XNUMEL]}"
-
+        # a symbolic row count: banded for the rows it was traced with
+        traced_rows = f"rows={banded_sizes(lowered)[0]}" if lowered.numel is None else ""
         sized = band_options(target)
 
         def with_band(options: str) -> str:

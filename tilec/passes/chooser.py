@@ -851,10 +851,6 @@ class MixOrderFusion:
     run: str
     figures: str  # "MxN banded vs stock's unfused kernels" per op and shape, % of a copy
 
-    @property
-    def evidence(self) -> str:
-        return f"{RESULTS}/{self.run}: {self.figures}"
-
     def covers(self, rows: int, row: int, elem_bytes: int) -> bool:
         return rows >= self.min_rows and self.min_row <= row <= self.max_row and elem_bytes == self.elem_bytes
 
