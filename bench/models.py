@@ -24,8 +24,9 @@ default backend) run on two copies of the model with the same weights, compiled 
 their steps alternate (in ABBA order): per side the median and the spread (min to max) of the wall time per
 synchronized step over the repeats, and the device time per step (the sum of the GPU's kernel
 and copy times, from the profiler). Per row: the ratio stock/tilec, the kernels tilec took and
-declined (with the reasons' counts; models.jsonl lists every kernel with its emitter, timings or
-reason), and each side's error against an fp32 eager run of the same weights — inference: the
+declined (with the reasons' counts; models.jsonl lists every kernel with its emitter or reason,
+its signature and, with `--autotune`, the autotuner's timings: `bench/rules.py --models` derives
+the table's rules for the models' kernels from them), and each side's error against an fp32 eager run of the same weights — inference: the
 logits; training: the first step's gradients (relative norm error).
 
 `--autotune` has tilec's autotuner decide instead of the chooser's rules: at compile time it
@@ -303,7 +304,15 @@ def run_row(
         "declined": dict(declined),
         # every kernel tilec saw: taken (emitter, pipeline, the autotuner's timings) or why not
         "report": [
-            {"kernel": r.kernel, "taken": r.taken, "emitter": r.emitter, "autotune": r.autotune, "reason": r.reason}
+            {
+                "kernel": r.kernel,
+                "taken": r.taken,
+                "emitter": r.emitter,
+                "autotune": r.autotune,
+                "reason": r.reason,
+                "signature": r.signature,
+                "timings": r.timings,
+            }
             for r in records
         ],
         "error_tilec": errors.get("tilec"),

@@ -2,6 +2,7 @@
 
     python bench/rules.py --plans bench/results/RUN/plans.jsonl [--margin 0.01]
     python bench/rules.py bench/results/RUN/results.jsonl [--plans bench/results/RUN/long.jsonl]
+    python bench/rules.py --models bench/results/RUN       # every models.jsonl under RUN
 
 prints a table of `tilec.passes.chooser.Rule`s (Python source) for the GPU the run measured, to
 be reviewed and committed as that GPU's entry of `chooser.TABLES`. Per reduction family (rmsnorm:
@@ -21,6 +22,19 @@ beside them), or both (a shape of both: the bench's figures for the emitters' he
 plans and for compile). Shapes where compile or every candidate failed are left out. A rule
 whose action is a surveyed plan sets `plan=` and quotes that plan's figure ("MxN 99.8 vs 69.6");
 any other rule over surveyed shapes quotes tilec's fastest candidate there.
+
+`--models` derives rules for the kernels of whole models that no suite op measures (pointwise
+kernels, norms read with more rows, cross-entropy, weight gradients, ...) from the autotuner's
+timings in a `tilec bench --models --autotune` run: each kernel tilec could take was timed in place
+against stock Inductor's (device time, cold L2: `tilec.inductor.autotune`), and models.jsonl
+records its signature and those timings. Kernels the GPU's table already covers (its rules from
+other runs) are left out; the rest are grouped by family, row inputs, element size and row bytes,
+and a row size takes the candidate that beat stock by the margin at every kernel of that size (the
+same choice as above), else stock. A rule covers only the row sizes measured: the power-of-two
+range holding each (pointwise kernels: every size), clipped where the table's other rules begin.
+Its figures are device microseconds, "MxN tilec vs stock us" per kernel (a pointwise kernel: its
+elements x 1): a rule taking tilec quotes every kernel it rests on, one keeping stock the kernels
+where stock won by most (at most `QUOTED`).
 """
 
 from __future__ import annotations
@@ -208,6 +222,86 @@ def derive(
     return rules
 
 
+# candidates as the autotuner names them -> keys of a Shape's implementations
+AUTOTUNED = {"stock": "compile", "gluon": "tilec-gluon", "triton": "tilec-triton"}
+QUOTED = 4  # kernels a rule keeping stock quotes
+# A models run times each kernel once, in place, among microseconds-long kernels: a rule from it
+# takes tilec where it won by 3% at every kernel of the size, beyond that timing's noise.
+MODELS_MARGIN = 0.03
+
+
+def model_kernels(records: list[dict[str, Any]]) -> list[tuple[tuple[str, int, int], int, Shape]]:
+    """The kernels of a `tilec bench --models --autotune` run the autotuner timed against stock:
+    ((family, row inputs, element bytes), row bytes, Shape) each, the same kernel timed once (a
+    kernel read from the autotuner's cache repeats its timings: counted once). `Shape.ms` and
+    `Shape.pct` both hold device microseconds (a kernel has no copy to compare with)."""
+    out, seen = [], set()
+    for row in records:
+        for k in row.get("report", []):
+            sig, timings = k.get("signature"), k.get("timings")
+            if not sig or not timings:
+                continue
+            family, inputs, elem, rows, n = sig
+            if rows is None or (n is None and family != "pointwise"):
+                continue  # symbolic sizes: no rule covers them
+            us = {AUTOTUNED.get(c, c): ms * 1000 for c, ms in timings}
+            ident = (tuple(sig), tuple(sorted(us.items())))
+            if "compile" not in us or ident in seen:
+                continue
+            seen.add(ident)
+            shape = Shape(rows, n or 1, us, us)
+            if shape.candidates():
+                out.append(((family, inputs, elem), (n or 0) * elem, shape))
+    return out
+
+
+def _model_figure(shape: Shape, key: str) -> str:
+    return f"{shape.m}x{shape.n} {shape.ms[key]:.1f} vs {shape.ms['compile']:.1f} us"
+
+
+def derive_models(
+    records: list[dict[str, Any]], base: Sequence[Any] = (), margin: float = MODELS_MARGIN
+) -> list[Derived]:
+    """Rules for the kernels of a models run (`model_kernels`) that no rule of `base` (the GPU's
+    table from other runs: `tilec.passes.chooser.Rule`s) covers."""
+    from tilec.ir.expr import pow2_floor
+
+    def covered(group: tuple[str, int, int], row_bytes: int) -> list[Any]:
+        return [r for r in base if (r.family, r.row_inputs, r.elem_bytes) == group]
+
+    by: dict[tuple[str, int, int], dict[int, list[Shape]]] = defaultdict(lambda: defaultdict(list))
+    for group, row_bytes, shape in model_kernels(records):
+        if not any(r.lo <= row_bytes < r.hi for r in covered(group, row_bytes)):
+            by[group][row_bytes].append(shape)
+    rules: list[Derived] = []
+    for group, by_row in sorted(by.items()):
+        others = covered(group, 0)
+        buckets: dict[tuple[int, int], list[Shape]] = defaultdict(list)  # the range each row size falls in
+        for row_bytes in sorted(by_row):
+            if group[0] == "pointwise":
+                lo, hi = 0, END
+            else:
+                lo = pow2_floor(row_bytes)
+                lo, hi = max([lo, *(r.hi for r in others if r.hi <= row_bytes)]), 2 * lo
+                hi = min([hi, *(r.lo for r in others if r.lo > row_bytes)])
+            buckets[(lo, hi)] += by_row[row_bytes]
+        ranges: list[tuple[int, int, str, list[tuple[Shape, str]]]] = []
+        for (lo, hi), measured in sorted(buckets.items()):
+            key = chosen(measured, margin)
+            action = measured[0].candidates()[key] if key else "stock"
+            quoted = [(s, key or s.fastest()) for s in measured]
+            if ranges and ranges[-1][2] == action and ranges[-1][1] == lo:
+                ranges[-1] = (ranges[-1][0], hi, action, ranges[-1][3] + quoted)
+            else:
+                ranges.append((lo, hi, action, quoted))
+        for lo, hi, action, quoted in ranges:
+            if action == "stock":  # where stock won by most
+                quoted = sorted(quoted, key=lambda sk: sk[0].ms["compile"] / sk[0].ms[sk[1]])[:QUOTED]
+            figures = "; ".join(_model_figure(s, k) for s, k in quoted)
+            rules.append(Derived(group[0], group[1], group[2], lo, hi, action, figures))
+    return rules
+
+
 def read(path: str | None) -> list[dict[str, Any]]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()] if path else []
 
@@ -216,11 +310,21 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("results", nargs="?", help="a tilec bench run's results.jsonl")
     p.add_argument("--plans", help="a plan survey's plans.jsonl (bench/plans.py) from the same GPU")
-    p.add_argument("--margin", type=float, default=0.01, help="how much faster tilec must be (device time)")
+    p.add_argument("--models", help="a folder of `tilec bench --models --autotune` runs (each models.jsonl under it)")
+    p.add_argument(
+        "--margin",
+        type=float,
+        help=f"how much faster tilec must be (device time; default 0.01, with --models {MODELS_MARGIN})",
+    )
     args = p.parse_args(argv)
+    if args.models:
+        if args.results or args.plans:
+            p.error("--models derives rules from a models run alone")
+        return _main_models(Path(args.models), MODELS_MARGIN if args.margin is None else args.margin)
     if not args.results and not args.plans:
         p.error("give a tilec bench run's results.jsonl, a plan survey (--plans), or both")
     records, plans = read(args.results), read(args.plans)
+    args.margin = 0.01 if args.margin is None else args.margin
     gpus = {r.get("meta", {}).get("gpu") for r in [*records, *plans]} - {None}
     if len(gpus) != 1:
         print(f"bench/rules.py: the run must come from one GPU, not {sorted(gpus) or 'none named'}", file=sys.stderr)
@@ -235,6 +339,35 @@ def main(argv: list[str]) -> int:
         print("bench/rules.py: no shape holds compile and a tilec candidate", file=sys.stderr)
         return 2
     print(f"# {gpus.pop()}: derived by bench/rules.py from {run} (margin {args.margin:g})")
+    for d in derived:
+        print(d.source(run))
+    return 0
+
+
+def models_records(folder: Path) -> list[dict[str, Any]]:
+    """The rows of every models.jsonl under `folder` (one per size run)."""
+    return [r for path in sorted(folder.rglob("models.jsonl")) for r in read(str(path))]
+
+
+def _main_models(folder: Path, margin: float) -> int:
+    from tilec.passes.chooser import TABLES
+
+    records = models_records(folder)
+    gpus = {r.get("meta", {}).get("gpu") for r in records} - {None}
+    if len(gpus) != 1:
+        print(f"bench/rules.py: the run must come from one GPU, not {sorted(gpus) or 'none named'}", file=sys.stderr)
+        return 2
+    try:
+        run = str(folder.resolve().relative_to(RESULTS))
+    except ValueError:
+        run = str(folder.resolve())  # not committed yet: name the run's folder under bench/results/ before committing
+    gpu = gpus.pop()
+    base = [r for r in TABLES.get(gpu, ()) if r.run != run]
+    derived = derive_models(records, base, margin)
+    if not derived:
+        print("bench/rules.py: no kernel of the run was timed against stock outside the table", file=sys.stderr)
+        return 2
+    print(f"# {gpu}: derived by bench/rules.py --models from {run} (margin {margin:g}), after its other runs' rules")
     for d in derived:
         print(d.source(run))
     return 0

@@ -59,6 +59,10 @@ def test_a_taken_kernels_record_carries_the_pass_remarks() -> None:
     assert "peel: no loop" in rec.remarks, rec.remarks
     assert any(r.startswith("fp32-at-use: no widening cast") for r in rec.remarks), rec.remarks
     assert not any(r.startswith("reuse: ") for r in rec.remarks), rec.remarks
+    # and what the chooser reads of it (bench/rules.py --models groups timings by it); the
+    # autotuner did not run on the CPU: no timings
+    family, _, elem_bytes, rows, n = rec.signature
+    assert (family, elem_bytes, rows, n) == ("softmax", 4, 8, 100) and rec.timings == ()
 
 
 def scatter_model(x: torch.Tensor, w: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -103,6 +107,7 @@ def test_a_failure_falls_back_with_the_reason_logged(monkeypatch: pytest.MonkeyP
     (rec,) = result.records
     assert not rec.taken and rec.reason == f"{policy.INTERNAL_ERROR}: RuntimeError: boom in the emitter"
     assert "boom in the emitter" in caplog.text
+    assert rec.signature is not None and rec.signature[0] == "sum"  # lowered before the failure
 
 
 def test_strict_mode_raises(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -80,8 +80,9 @@ def _layernorm_two_sums(x: torch.Tensor) -> torch.Tensor:
 )
 def test_the_family_is_what_the_reductions_compute(fn, family: str) -> None:
     """Families come from the IR: what each sum adds up (squares, loaded values, products) and
-    along which axis the loads run, not from how many sums there are. No rule covers the backward
-    families: they stay stock until measured."""
+    along which axis the loads run, not from how many sums there are. The backward families stay
+    stock at these sizes: measured slower in the models (a norm's dx over rows of 4 KiB), or never
+    measured."""
     from tilec.frontend.capture import capture
 
     n = 2048
@@ -93,7 +94,10 @@ def test_the_family_is_what_the_reductions_compute(fn, family: str) -> None:
     assert signature(kernels[0]).family == family, [signature(k) for k in kernels]
     if family in ("sum-of-products", "column-sum", "reduce"):
         choice = choose(kernels[0], hopper=True)
-        assert isinstance(choice, Decline) and choice.reason.startswith(UNMEASURED), choice
+        models = "stock Inductor measured faster for sum-of-products rows of 4096 bytes (2 row inputs) "
+        models += f"({RESULTS}/2026-11-26-h100-model-kernels: "
+        expected = models if family == "sum-of-products" else UNMEASURED
+        assert isinstance(choice, Decline) and choice.reason.startswith(expected), choice
 
 
 def test_signature_of_fp32_rows_counts_bytes() -> None:
@@ -168,13 +172,18 @@ def test_rules_on_hopper(name: str, cols: int, expected: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["gelu_mlp"])
-def test_unmeasured_kernels_stay_stock(name: str) -> None:
-    """Pointwise kernels were never measured faster than stock: declined, saying so; with
+def test_pointwise_kernels_stay_stock(name: str) -> None:
+    """Pointwise kernels measured slower than stock's in the models: declined, saying so and
+    quoting the run; where no measurement was made (the H200), declined as unmeasured; with
     decline off, tilec takes them with the default emitter."""
     k = example(name, 16, 1024).kernel()
     choice = choose(k, hopper=True)
-    assert isinstance(choice, Decline) and choice.reason.startswith(UNMEASURED), choice
-    assert "pointwise kernels" in choice.reason
+    assert isinstance(choice, Decline), choice
+    assert choice.reason.startswith(
+        f"stock Inductor measured faster for pointwise kernels ({RESULTS}/2026-11-26-h100-model-kernels: "
+    )
+    on_h200 = choose(k, hopper=True, gpu="NVIDIA H200")
+    assert isinstance(on_h200, Decline) and on_h200.reason.startswith(UNMEASURED) and "pointwise" in on_h200.reason
     assert isinstance(choose(k, hopper=True, decline=False), Choice)
 
 
@@ -337,6 +346,11 @@ def _measured(run: Path) -> dict[Key, list[float]]:
         if path.suffix == ".jsonl":
             for line in path.read_text().splitlines():
                 rec = json.loads(line) if line.strip() else {}
+                for k in rec.get("report", []):  # `tilec bench --models --autotune`: kernels timed in place, us
+                    if k.get("signature") and k.get("timings"):
+                        family, inputs, elem, rows, n = k["signature"]
+                        key = (f"models:{family}:{inputs}", rows, n or 1, DTYPES.get(elem, f"{elem}B"))
+                        found[key] += [ms * 1000 for _, ms in k["timings"]]
                 pct = rec.get("device_pct", rec.get("pct"))
                 if isinstance(pct, (int, float)) and {"op", "m", "n"} <= rec.keys():
                     found[(rec["op"], rec["m"], rec["n"], rec.get("dtype", "bf16"))].append(float(pct))
@@ -357,16 +371,20 @@ def _unmatched(rule: Rule, measured: dict[Key, list[float]]) -> list[str]:
     figure the run measured for that op, shape and dtype)."""
     if rule.family in BACKWARD_OPS:  # a backward family's rule quotes each op's backward that measured it
         ops = BACKWARD_OPS[rule.family]
-    else:
+    elif rule.family in OPS and rule.row_inputs <= 2:
         ops = (OPS[rule.family] if rule.row_inputs == 1 else f"add_{OPS[rule.family]}",)
-    op = "/".join(ops)
+    else:
+        ops = ()
+    op = "/".join(ops) or f"models:{rule.family}:{rule.row_inputs}"
+    ops += (f"models:{rule.family}:{rule.row_inputs}",)  # a models run's kernels (bench/rules.py --models)
     missing = []
     for m, n, tilec, stock in FIGURE.findall(rule.figures):
-        pcts = [p for o in ops for p in measured.get((o, int(m), int(n), DTYPES[rule.elem_bytes]), [])]
+        dtype = DTYPES.get(rule.elem_bytes, f"{rule.elem_bytes}B")
+        pcts = [p for o in ops for p in measured.get((o, int(m), int(n), dtype), [])]
         for quoted in [*tilec.split("/"), stock]:
             places = len(quoted.partition(".")[2])
             if not any(round(p, places) == float(quoted) for p in pcts):
-                missing.append(f"{op} {m}x{n} {DTYPES[rule.elem_bytes]}: {quoted}")
+                missing.append(f"{op} {m}x{n} {dtype}: {quoted}")
     return missing
 
 
@@ -546,20 +564,34 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
 @pytest.mark.parametrize(
     ("gpu", "runs"),
     [
-        ("H100", ("2026-11-26-h100-survey", "2026-11-26-h100-residual", "2026-11-26-h100-fanout")),
+        (
+            "H100",
+            (
+                "2026-11-26-h100-survey",
+                "2026-11-26-h100-residual",
+                "2026-11-26-h100-fanout",
+                "2026-11-26-h100-model-kernels",
+            ),
+        ),
         ("H200", ("2026-11-26-h200-welford", "2026-11-26-h200-fanout")),
     ],
 )
 def test_each_gpus_table_is_what_the_tool_derives(gpu: str, runs: tuple[str, ...]) -> None:
     """A GPU's table is `bench/rules.py` on its runs — plan surveys (`--plans`: the H100's forward
-    ops, then its residual-fused norms) and `tilec bench` runs (the H100's norm backward at the
-    shapes Inductor fuses) — rule for rule (action, plan, range, figures, run): what the runs
+    ops, then its residual-fused norms), `tilec bench` runs (the H100's norm backward at the
+    shapes Inductor fuses) and models runs (`--models`: the models' other kernels) — rule for rule (action, plan, range, figures, run): what the runs
     measured, nothing edited."""
     from tilec.ir import target
 
     tool = load("rules")
     rules: tuple[Rule, ...] = ()
     for run in runs:
+        folder = ROOT / RESULTS / run
+        if not (folder / "plans.jsonl").exists() and not (folder / "results.jsonl").exists():  # models runs
+            derived = tool.derive_models(tool.models_records(folder), rules)
+            rules += tuple(r for d in derived for r in eval(d.source(run), {"Rule": Rule}))
+            assert tool.main(["--models", str(folder)]) == 0
+            continue
         survey = ROOT / RESULTS / run / "plans.jsonl"
         bench = ROOT / RESULTS / run / "results.jsonl"
         path = survey if survey.exists() else bench
@@ -597,3 +629,67 @@ def test_a_row_size_takes_the_candidate_that_wins_at_every_shape() -> None:
     assert large.figures == "4096x8192 100.5 vs 100.0"  # tilec's fastest candidate
     assert tool.surveyed(plans[-1]) == "triton{xblock=1,chunk=4096,num_warps=16}"
     assert tool.surveyed(plans[-2]) == "tilec-triton" and tool.surveyed(plans[1]) == "compile"
+
+
+def _model_row(*kernels: tuple[tuple[Any, ...], dict[str, float]], gpu: str = "Test GPU") -> dict[str, Any]:
+    """A `tilec bench --models --autotune` row: its kernels' signatures and timings (ms)."""
+    report = [{"signature": list(sig), "timings": sorted(ms.items(), key=lambda kv: kv[1])} for sig, ms in kernels] + [
+        {"signature": None, "timings": []}
+    ]  # a kernel tilec could not lower
+    return {"meta": {"gpu": gpu}, "report": report}
+
+
+def test_rules_from_a_models_run_cover_what_the_models_timed(tmp_path: Path) -> None:
+    """bench/rules.py --models: the kernels of whole models the autotuner timed in place, grouped by
+    signature outside what the table's other rules cover; a row size takes the candidate that beat
+    stock by the margin at every kernel of that size, over the power-of-two range holding it (all
+    sizes for pointwise kernels), clipped by the other rules; a kernel timed twice (read from the
+    autotuner's cache) counts once; figures are microseconds each run holds."""
+    tool = load("rules")
+    sum3 = ("sum", 3, 2, 4096, 2048)  # rows of 4 KiB, three row inputs
+    rows = [
+        _model_row(
+            (("pointwise", 1, 2, 8388608, None), {"stock": 0.0500, "triton": 0.0502}),
+            (("pointwise", 1, 2, 4096, None), {"stock": 0.0040, "triton": 0.0030}),  # tilec faster here only
+            (sum3, {"stock": 0.0120, "triton": 0.0100, "triton{xblock=1,num_warps=8}": 0.0110}),
+            (("sum", 3, 2, 128, 2048), {"stock": 0.0050, "triton": 0.0040}),
+            (("sum", 2, 2, 4096, 2048), {"stock": 0.0200, "triton": 0.0100}),  # the base table covers it
+            (("sum-of-products", 2, 2, 4096, 32000), {"stock": 0.100, "triton": 0.0995}),  # inside the margin
+        ),
+        _model_row((sum3, {"stock": 0.0120, "triton": 0.0100, "triton{xblock=1,num_warps=8}": 0.0110})),  # cached
+    ]
+    base = (
+        Rule("sum", 0, 4096, "stock", "r", "f", row_inputs=3),
+        Rule("sum", 0, 2**62, "triton", "r", "f", row_inputs=2),
+    )
+    derived = {(d.family, d.row_inputs): d for d in tool.derive_models(rows, base)}
+    assert set(derived) == {("pointwise", 1), ("sum", 3), ("sum-of-products", 2)}
+    point, sums, products = derived[("pointwise", 1)], derived[("sum", 3)], derived[("sum-of-products", 2)]
+    assert (point.lo, point.hi, point.action) == (0, 2**62, "stock")  # lost (by the margin) at one size
+    assert point.figures == "8388608x1 50.2 vs 50.0 us; 4096x1 3.0 vs 4.0 us"  # where stock won by most first
+    assert (sums.lo, sums.hi, sums.action) == (4096, 8192, "triton")  # from the base rule's end
+    assert sums.figures == "4096x2048 10.0 vs 12.0 us; 128x2048 4.0 vs 5.0 us"  # the cached repeat counted once
+    assert (products.lo, products.hi, products.action) == (32768, 65536, "stock")
+    source = "".join(d.source("2026-11-26-run") for d in derived.values())
+    assert "Rule('sum', 4096, 8192, 'triton', '2026-11-26-run'" in source and "row_inputs=3" in source
+
+    # the figures check reads a models run's kernels
+    runs = tmp_path
+    (runs / "models.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    measured = _measured(runs)
+    for d in derived.values():
+        rule = Rule(d.family, d.lo, d.hi, "stock", "x", d.figures, elem_bytes=d.elem_bytes, row_inputs=d.row_inputs)
+        assert not _unmatched(rule, measured), d
+    moved = Rule("sum", 4096, 8192, "stock", "x", "4096x2048 10.1 vs 12.0 us", row_inputs=3)
+    assert _unmatched(moved, measured) == ["models:sum:3 4096x2048 bf16: 10.1"]
+
+
+def test_a_models_rule_names_its_kernels_in_the_reason() -> None:
+    """A reason from a models rule says which kernels it covers: pointwise kernels; rows with the
+    number of row inputs."""
+    assert Signature("pointwise", 4096, None, 0).where() == "pointwise kernels"
+    assert Signature("sum", 4096, 2048, 4096, row_inputs=3).where() == "sum rows of 4096 bytes (3 row inputs)"
+    assert (
+        Signature("column-sum", 4096, 64, 256, elem_bytes=4).where()
+        == "column-sum columns of 256 bytes (4-byte elements)"
+    )

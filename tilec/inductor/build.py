@@ -26,6 +26,22 @@ class Emitted:
     constexprs: dict[str, int] = field(default_factory=dict)  # the planned kernel's (a banded one's RSPLIT)
 
 
+# A kernel's signature as the report records it (`tilec.passes.chooser.Signature`): family, row
+# inputs, element bytes, rows and row length (None where symbolic).
+SignatureKey = tuple[str, int, int, int | None, int | None]
+
+
+@dataclass(frozen=True)
+class Declined:
+    """A kernel stock Inductor keeps: why, with what tilec knew of it — its signature where it was
+    lowered, and the autotuner's timings (candidate, median device ms, fastest first) where it
+    timed them."""
+
+    reason: str
+    signature: SignatureKey | None = None
+    timings: tuple[tuple[str, float], ...] = ()
+
+
 @dataclass
 class KernelBuild:
     """A taken kernel: its variants and launch details, everything `commit` writes."""
@@ -37,6 +53,10 @@ class KernelBuild:
     device: str = "cuda"
     stem: str = "triton"  # the kernel's name, less the wrapper's counter
     tuning: str | None = None  # the autotuner's timings, when it chose
+    # the chooser's signature of the kernel (policy.signature_key), and the autotuner's timings
+    # (candidate, median device ms), fastest first, when it chose
+    signature: SignatureKey | None = None
+    timings: tuple[tuple[str, float], ...] = ()
 
     @property
     def emitter(self) -> str:

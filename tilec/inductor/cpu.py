@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tilec import config as cfg
-from tilec.inductor.build import KernelBuild
+from tilec.inductor.build import Declined, KernelBuild
 from tilec.inductor.policy import INTERNAL_ERROR, attempt
 from tilec.inductor.wrapper import commit, current_device, free_buffers, note
 from tilec.ir.errors import error_line
@@ -63,24 +63,24 @@ def cpp_scheduling_class() -> type:
     class TilecCppScheduling(CppScheduling):
         def __init__(self, scheduler: Any) -> None:
             super().__init__(scheduler)
-            self._pending: list[tuple[set[str], str, Any]] = []  # declined kernels waiting for a C++ name
+            self._pending: list[tuple[set[str], Declined, Any]] = []  # declined kernels waiting for a C++ name
 
         def codegen_node(self, node: Any) -> Any:
             device = current_device()
             removed = getattr(self.scheduler, "removed_ops", ())
             nodes = [n for n in node.get_nodes() if n.get_name() not in removed]
-            reason: str | None = None
+            declined: Declined | None = None
             # (C++ fuses a reduction and its epilogue as an OuterLoopFusedSchedulerNode; Triton
             # would fuse the same nodes into one kernel, so its node schedule takes them as they are)
             if not isinstance(node, (FusedSchedulerNode, SchedulerNode)) or node.is_foreach() or not nodes:
-                reason = f"scheduler node of type {type(node).__name__} is not supported"
+                declined = Declined(f"scheduler node of type {type(node).__name__} is not supported")
             elif any(type(n) is not SchedulerNode for n in nodes):
-                reason = next(
-                    f"scheduler node of type {type(n).__name__} is not supported"
+                declined = next(
+                    Declined(f"scheduler node of type {type(n).__name__} is not supported")
                     for n in nodes
                     if type(n) is not SchedulerNode
                 )
-            if reason is None:
+            if declined is None:
                 committing = False
                 try:
                     with simd_view(nodes, device) as features:
@@ -89,15 +89,16 @@ def cpp_scheduling_class() -> type:
                             committing = True  # from here on Inductor's state changes: no falling back
                             self.flush()  # C++ kernels scheduled before this one are called first
                             name = commit(self, features, built)
-                            note(name, built, None, device)
+                            note(name, built, device)
                             free_buffers(self)
                             return None
-                        reason = built
+                        declined = built
                 except Exception as e:  # building the SIMD view of C++-fused nodes
                     if committing or cfg.strict:
                         raise
-                    reason = f"{INTERNAL_ERROR}: {error_line(e)}"
-            self._pending.append(({n.get_name() for n in nodes}, reason, device))
+                    declined = Declined(f"{INTERNAL_ERROR}: {error_line(e)}")
+            assert declined is not None
+            self._pending.append(({n.get_name() for n in nodes}, declined, device))
             return super().codegen_node(node)
 
         def define_kernel(self, src_code: str, nodes: Any, kernel_args: Any = None) -> str:
@@ -106,7 +107,7 @@ def cpp_scheduling_class() -> type:
             for entry in list(self._pending):
                 if entry[0] & names:
                     self._pending.remove(entry)
-                    note(name, None, entry[1], entry[2])
+                    note(name, entry[1], entry[2])
             return name
 
     return TilecCppScheduling

@@ -17,7 +17,7 @@ import logging
 from typing import Any
 
 from tilec import config as cfg
-from tilec.inductor.build import KernelBuild
+from tilec.inductor.build import Declined, KernelBuild
 from tilec.inductor.cpu import CpuFallbackError, triton_cpu_driver
 from tilec.inductor.policy import INTERNAL_ERROR, attempt, attempt_mix_order, fuses_mix_order
 from tilec.inductor.wrapper import commit, current_device, define_mix_order, free_buffers, note
@@ -40,12 +40,12 @@ def triton_scheduling_class() -> type:
             built = attempt(self, kernel_features, device)
             if isinstance(built, KernelBuild):
                 name = commit(self, kernel_features, built)
-                note(name, built, None, device)
+                note(name, built, device)
                 free_buffers(self)
                 return None
             if device.type == "cpu" and cfg.enabled and not triton_cpu_driver():
                 raise CpuFallbackError(
-                    f"tilec did not take a CPU kernel ({built}), and Inductor's Triton backend for the CPU "
+                    f"tilec did not take a CPU kernel ({built.reason}), and Inductor's Triton backend for the CPU "
                     "(cpu_backend='triton') needs a Triton CPU driver, which this Triton does not have. Keep "
                     "Inductor's default C++ backend for the CPU (torch._inductor.config.cpu_backend = 'cpp'): with "
                     "tilec.install(cpu=True), tilec then takes what it can and C++ code generation the rest."
@@ -75,19 +75,22 @@ def triton_scheduling_class() -> type:
                 self._mix_order, name, stock = None, self._mix_order_name, self._stock_names
                 self._stock_names = None
             if name is None:  # defining tilec's kernel failed (logged): stock's runs, with tilec's band
-                note(stock[0] if stock else "?", None, f"{INTERNAL_ERROR}: the mix-order kernel's definition", device)
+                failed = Declined(
+                    f"{INTERNAL_ERROR}: the mix-order kernel's definition", built.signature, built.timings
+                )
+                note(stock[0] if stock else "?", failed, device)
             else:
-                note(name, built, None, device)
+                note(name, built, device)
             return result
 
-        def _stock(self, generate: Any, reason: str) -> Any:
+        def _stock(self, generate: Any, declined: Declined) -> Any:
             """Stock code generation (`generate`), the kernel it defines recorded as not taken."""
             self._stock_names = []
             try:
                 result = generate()
             finally:
                 names, self._stock_names = self._stock_names, None
-            note(names[0] if names else "?", None, reason, current_device())
+            note(names[0] if names else "?", declined, current_device())
             return result
 
         def define_kernel(self, src_code: str, node_schedule: Any, kernel: Any) -> str:

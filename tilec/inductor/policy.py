@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from tilec import config as cfg
-from tilec.inductor.build import PLACEHOLDER, KernelBuild, build
+from tilec.inductor.build import PLACEHOLDER, Declined, KernelBuild, SignatureKey, build
 from tilec.inductor.wrapper import name_stem
 from tilec.ir.errors import error_line
 from tilec.ir.target import Target, target_for
@@ -33,6 +33,20 @@ GLUON_ON_CPU = (
     "the Gluon emitter needs a Hopper GPU; on the CPU tilec emits Triton (tilec.config.emitter = 'auto' or 'triton')"
 )
 INTERNAL_ERROR = "tilec failed"
+
+
+def signature_key(kernel: Any, rows: int | None = None) -> SignatureKey:
+    """The signature the chooser's rules read, of a logical-form kernel (`rows`: a banded kernel's,
+    whose IR loops over a band of them)."""
+    from tilec.passes.chooser import signature
+
+    sig = signature(kernel)
+    return (sig.family, sig.row_inputs, sig.elem_bytes, rows if rows is not None else sig.rows, sig.n)
+
+
+def timings(tuned: Any) -> tuple[tuple[str, float], ...]:
+    """The autotuner's timings, fastest first (none where it did not run)."""
+    return tuple(sorted(tuned.ms.items(), key=lambda kv: kv[1])) if tuned is not None else ()
 
 
 def decline_reason(device: Any) -> str | None:
@@ -108,23 +122,25 @@ def choose_emitter(device: Any, target: Target | None) -> tuple[str | None, str 
     return ("gluon" if hopper else "triton"), None
 
 
-def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | str:
-    """The kernel built, or the reason stock Inductor keeps it. Changes nothing in Inductor."""
+def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | Declined:
+    """The kernel built, or why stock Inductor keeps it. Changes nothing in Inductor."""
     from tilec.frontend import Unsupported, lower
 
     reason = decline_reason(device)
     if reason is not None:
-        return reason
+        return Declined(reason)
     target = device_target(device) if device.type == "cuda" else None
     emitter, reason = choose_emitter(device, target)
     if emitter is None:
         assert reason is not None
-        return reason
+        return Declined(reason)
+    key: SignatureKey | None = None
     try:
         lowered = lower(features, scheduling, name=PLACEHOLDER, strict=cfg.strict)
         if isinstance(lowered, Unsupported):
-            return lowered.reason
-        tuning, plan_options = None, ""
+            return Declined(lowered.reason)
+        key = signature_key(lowered.kernel)
+        tuning, plan_options, tuned = None, "", None
         if device.type == "cuda":  # the chooser's rules and the autotuner's timings are GPU measurements
             from tilec.inductor import autotune
             from tilec.passes.plan import reads_columns, reduction_numel
@@ -145,16 +161,16 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | str:
                 tuned = autotune.tune(scheduling, features, lowered, device, cands, plan_for)
             decided = _decided(tuned, lowered.kernel, hopper, forced, target)
             if isinstance(decided, str):
-                return decided
+                return Declined(decided, key, timings(tuned))
             (emitter, plan_options), tuning = decided, tuned.describe() if tuned is not None else None
         built = build(lowered, emitter, device.type, plan_options)
         built.stem = name_stem(lowered, list(features.node_schedule))
-        built.tuning = tuning
+        built.tuning, built.signature, built.timings = tuning, key, timings(tuned)
         return built
     except Exception as e:
         if cfg.strict:
             raise
-        return _failed(e)
+        return Declined(_failed(e), key)
 
 
 def _decided(tuned: Any, kernel: Any, hopper: bool, forced: str | None, target: Target) -> tuple[str, str] | str:
@@ -204,7 +220,7 @@ def fuses_mix_order(device: Any, rows: int, row: int, elem_bytes: int) -> bool:
 MIX_ORDER_GLUON = "a mix-order reduction has a Triton plan only (tilec.config.emitter is 'gluon')"
 
 
-def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | str:
+def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | Declined:
     """A mix-order reduction (Inductor's fused norm backward, `node`) built as a banded Triton
     kernel, or the reason stock Inductor keeps it. Lowers copies of the node's column reductions:
     changes nothing in Inductor. The build's planned `RSPLIT` is the band the wrapper must use.
@@ -214,15 +230,17 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
 
     reason = decline_reason(device)
     if reason is not None:
-        return reason
+        return Declined(reason)
     if cfg.emitter == "gluon":
-        return MIX_ORDER_GLUON
+        return Declined(MIX_ORDER_GLUON)
     target = device_target(device)
+    key: SignatureKey | None = None
     try:
         features = mix_order_features(scheduling, node)
         lowered = lower(features, scheduling, name=PLACEHOLDER, strict=cfg.strict, mix_order=True)
         if isinstance(lowered, Unsupported):
-            return lowered.reason
+            return Declined(lowered.reason)
+        key = signature_key(lowered.kernel, int(lowered.numel) if lowered.numel is not None else None)
         from tilec.inductor import autotune
 
         # a symbolic row count: banded for the rows it was traced with
@@ -246,13 +264,14 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
             )
         decided = _decided(tuned, lowered.kernel, False, "triton" if cfg.emitter == "triton" else None, target)
         if isinstance(decided, str):
-            return decided
+            return Declined(decided, key, timings(tuned))
         built = build(lowered, "triton", device.type, with_band(decided[1]))
         built.tuning = tuned.describe() if tuned is not None else None
+        built.signature, built.timings = key, timings(tuned)
         # named as stock names it: a persistent reduction (the whole row one block)
         built.stem = re.sub(r"^triton_red_", "triton_per_", name_stem(lowered, list(features.node_schedule)))
         return built
     except Exception as e:
         if cfg.strict:
             raise
-        return _failed(e)
+        return Declined(_failed(e), key)

@@ -43,6 +43,11 @@ class KernelRecord:
     graph: int = 0  # which graph of this process (1, 2, ... in the order they were compiled or loaded)
     autotune: str | None = None  # when the autotuner chose the emitter: its timings
     remarks: tuple[str, ...] = ()  # when taken: why passes left the kernel (or parts of it) as they did
+    # what the chooser's rules read of the kernel, where tilec lowered it: (family, row inputs,
+    # element bytes, rows, row length), as `tilec.passes.chooser.Signature` (None: symbolic)
+    signature: tuple[str, int, int, int | None, int | None] | None = None
+    # the autotuner's timings where it ran, taken or not: (candidate, median device ms), fastest first
+    timings: tuple[tuple[str, float], ...] = ()
 
 
 _lock = threading.Lock()

@@ -14,12 +14,10 @@ origins, the wrapper's counter); identical kernels in one graph are defined once
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tilec.inductor.build import Declined, KernelBuild
 from tilec.inductor.report import KernelRecord, record
-
-if TYPE_CHECKING:
-    from tilec.inductor.build import KernelBuild
 
 
 def _literal(source: str) -> str:
@@ -158,21 +156,24 @@ def define_mix_order(kernel: Any, node_schedule: Any, built: KernelBuild) -> str
     return name
 
 
-def note(name: str, built: KernelBuild | None, reason: str | None, device: Any) -> None:
-    """Records the kernel, and has the wrapper module record it again wherever it is loaded from
-    Inductor's caches."""
+def note(name: str, outcome: KernelBuild | Declined, device: Any) -> None:
+    """Records the kernel, taken (`outcome` its build) or not (why), and has the wrapper module
+    record it again wherever it is loaded from Inductor's caches."""
     from torch._inductor.virtualized import V
 
+    built = outcome if isinstance(outcome, KernelBuild) else None
     line = record(
         KernelRecord(
             kernel=name,
             taken=built is not None,
             emitter=built.emitter if built is not None else None,
             pipeline=built.pipeline if built is not None else None,
-            reason=reason,
+            reason=outcome.reason if isinstance(outcome, Declined) else None,
             device=device.type,
             autotune=built.tuning if built is not None else None,
             remarks=built.remarks if built is not None else (),
+            signature=outcome.signature,
+            timings=outcome.timings,
         ),
         V.graph,
     )

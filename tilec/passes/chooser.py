@@ -25,17 +25,18 @@ holds such a table per GPU it was measured on; a GPU with none never gets anothe
   `tilec bench` run's directory, or a `bench/variants.py` report), e.g. "2026-11-24-compute-type".
 - `figures`: what that run measured, quoted — device time, % of a same-size copy, per shape:
   "MxN tilec vs stock", or "MxN a/b vs stock" where two tilec variants were measured (the comment
-  above `RULES` says which, run by run). A reason cites the run and its figures (`Rule.evidence`):
+  above `RULES` says which, run by run); for a rule from whole models' kernels timed in place
+  (`bench/rules.py --models`), device microseconds per kernel, "MxN tilec vs stock us". A reason cites the run and its figures (`Rule.evidence`):
   "stock Inductor measured faster for sum rows of 1024 bytes (bench/results/2026-11-24-compute-type:
   32768x512 98.9 vs 101.3; ...)". tests/passes/test_chooser.py checks that every run exists and
   holds the figures its rules quote.
 - `plan`: options of the emitter's `plan` pass (rows per program, warps), where a plan variant
   measured faster than the heuristic plan; empty for the heuristic plan.
 
-tilec takes only what a measurement says it wins: a kernel no rule covers — pointwise kernels,
-families and row counts never measured (backward kernels, reductions other than the norms' and
-softmax's, three or more row inputs, kernels drawing random numbers), row sizes or element
-sizes outside the measured ranges — stays with stock Inductor, and the reason says so. `tilec.config.emitter` set to "gluon" or
+tilec takes only what a measurement says it wins: a kernel no rule covers — families, row
+inputs, row sizes or element sizes never measured on the GPU (on the H100 the models' pointwise
+kernels, weight gradients and cross-entropy are measured; on the H200 they are not), kernels
+drawing random numbers — stays with stock Inductor, and the reason says so. `tilec.config.emitter` set to "gluon" or
 "triton" forces that emitter for the kernels tilec takes; `tilec.config.decline = False` keeps
 every kernel tilec can take (those no rule covers get the heuristic default: Gluon on Hopper,
 Triton elsewhere).
@@ -93,6 +94,17 @@ class Signature:
     row_inputs: int = 1  # inputs read as whole rows ([XBLOCK, RBLOCK] tiles), each counted once
     elem_bytes: int = 2  # the widest element read as a row
     random: bool = False  # draws random numbers (dropout): Philox's arithmetic, never measured yet
+
+    def where(self) -> str:
+        """What a rule's reason names: "sum rows of 4096 bytes", "pointwise kernels", with the
+        element size and row inputs where they are not one row of 2-byte elements."""
+        if self.family == "pointwise":
+            return "pointwise kernels"
+        along = "columns" if self.family.startswith("column") else "rows"
+        text = f"{self.family} {along} of {self.row_bytes} bytes"
+        notes = [f"{self.elem_bytes}-byte elements"] if self.elem_bytes != 2 else []
+        notes += [f"{self.row_inputs} row inputs"] if self.row_inputs != 1 else []
+        return text + (f" ({', '.join(notes)})" if notes else "")
 
     def describe(self) -> str:
         drawing = " drawing random numbers" if self.random else ""
@@ -154,7 +166,9 @@ class Rule:
 # inputs, two outputs: bench/plans.py --ops add_rmsnorm,add_layernorm), then the norms' backward
 # where Inductor fuses it into a mix-order reduction (`bench/rules.py` on a `tilec bench --bwd`
 # run at those shapes: the op's whole backward, tilec's banded kernel against stock's; two row
-# inputs: x and dy; three to five: the residual-fused norms, also read by two or three projections).
+# inputs: x and dy; three to five: the residual-fused norms, also read by two or three projections);
+# last, the models' other kernels, timed in place (figures in device microseconds: "MxN tilec vs
+# stock us"; a pointwise kernel's M is its elements).
 RULES: tuple[Rule, ...] = (
     Rule("mean-var", 0, 2048, "stock", "2026-11-26-h100-survey", "32768x512 99.7 vs 99.3"),
     Rule(
@@ -452,6 +466,242 @@ RULES: tuple[Rule, ...] = (
         "triton",
         "2026-11-26-h100-fanout",
         "4096x2048 93.9 vs 84.8; 8192x2048 95.7 vs 89.9; 32768x2048 96.8 vs 94.3; 4096x2048 93.6 vs 84.7; 8192x2048 95.4 vs 89.4; 32768x2048 96.2 vs 93.9; 8192x4096 96.1 vs 89.7; 16384x4096 96.9 vs 94.9; 8192x4096 96.2 vs 89.7; 16384x4096 96.8 vs 94.8; 16384x8192 96.2 vs 94.4; 16384x8192 96.7 vs 94.4; 32768x16384 88.9 vs 75.2; 32768x16384 89.5 vs 72.5",
+        row_inputs=5,
+    ),
+    # Then the kernels of whole models no suite op measures (`bench/rules.py --models` on two
+    # `tilec bench --models --autotune` runs: Llama, GPT-2 and Gemma at the default and small sizes,
+    # inference and a training step; each kernel timed in place against stock's, device
+    # microseconds): pointwise kernels, norms read with three or four rows, weight and bias
+    # gradients (column sums), cross-entropy, the embedding's gradient fused into a norm's backward.
+    Rule(
+        "column-sum",
+        256,
+        1024,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "196608x128 30.8 vs 24.4 us; 196608x128 30.6 vs 24.5 us; 65536x128 14.3 vs 12.3 us; 65536x128 14.4 vs 12.4 us",
+    ),
+    Rule(
+        "column-sum",
+        64,
+        256,
+        "triton",
+        "2026-11-26-h100-model-kernels",
+        "8192x16 5.0 vs 5.9 us; 8192x16 5.1 vs 6.0 us; 2048x32 4.9 vs 5.7 us; 6144x32 5.1 vs 6.1 us; 2048x32 5.0 vs 5.9 us; 6144x32 5.2 vs 6.1 us",
+        elem_bytes=4,
+    ),
+    Rule(
+        "column-sum",
+        256,
+        512,
+        "triton",
+        "2026-11-26-h100-model-kernels",
+        "8192x128 9.1 vs 10.0 us; 8192x128 9.2 vs 9.9 us",
+        row_inputs=2,
+    ),
+    Rule(
+        "column-sum",
+        512,
+        1024,
+        "gluon",
+        "2026-11-26-h100-model-kernels",
+        "2048x128 5.5 vs 5.9 us; 2048x128 5.7 vs 6.5 us; 2048x128 5.4 vs 5.9 us; 2048x128 5.5 vs 6.0 us; 2048x128 5.8 vs 6.7 us; 2048x128 5.6 vs 5.9 us",
+        elem_bytes=4,
+        row_inputs=2,
+    ),
+    Rule(
+        "column-sum",
+        512,
+        1024,
+        "gluon",
+        "2026-11-26-h100-model-kernels",
+        "2048x128 5.8 vs 6.2 us; 2048x128 6.4 vs 7.0 us; 2048x128 5.7 vs 6.3 us; 2048x128 6.0 vs 6.4 us; 2048x128 6.5 vs 6.9 us; 2048x128 5.9 vs 6.3 us",
+        elem_bytes=4,
+        row_inputs=3,
+    ),
+    Rule(
+        "column-sum",
+        512,
+        1024,
+        "gluon",
+        "2026-11-26-h100-model-kernels",
+        "2048x128 6.6 vs 7.4 us; 2048x128 6.6 vs 7.5 us; 2048x128 6.6 vs 7.7 us; 2048x128 6.8 vs 7.6 us; 2048x128 6.8 vs 7.4 us; 2048x128 6.8 vs 8.0 us",
+        elem_bytes=4,
+        row_inputs=4,
+    ),
+    Rule(
+        "column-sum",
+        256,
+        512,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "6144x128 6.8 vs 6.2 us; 6144x128 6.7 vs 6.1 us",
+        row_inputs=5,
+    ),
+    Rule(
+        "column-sum",
+        512,
+        1024,
+        "gluon",
+        "2026-11-26-h100-model-kernels",
+        "2048x128 7.7 vs 9.4 us; 2048x128 7.7 vs 9.5 us",
+        elem_bytes=4,
+        row_inputs=7,
+    ),
+    Rule(
+        "mean-var",
+        4096,
+        8192,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "4096x2048 34.3 vs 29.3 us; 4096x2048 34.2 vs 29.3 us; 128x2048 6.8 vs 6.1 us; 128x2048 6.4 vs 5.8 us",
+        row_inputs=3,
+    ),
+    Rule(
+        "mean-var",
+        4096,
+        8192,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "4096x2048 36.6 vs 32.7 us; 4096x2048 36.7 vs 34.3 us; 128x2048 6.7 vs 7.1 us; 128x2048 6.7 vs 7.3 us",
+        row_inputs=4,
+    ),
+    Rule("mix-order", 4096, 8192, "triton", "2026-11-26-h100-model-kernels", "4096x2048 73.9 vs 94.5 us", row_inputs=8),
+    Rule(
+        "pointwise",
+        0,
+        2**62,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "262144x1 10.1 vs 6.8 us; 262144x1 10.4 vs 7.0 us; 262144x1 9.6 vs 6.7 us; 262144x1 9.7 vs 6.9 us",
+        elem_bytes=4,
+        row_inputs=0,
+    ),
+    Rule(
+        "reduce",
+        8192,
+        16384,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "512x8000 8.6 vs 8.7 us; 512x8000 8.6 vs 8.9 us; 896x7180 10.7 vs 13.9 us; 896x7180 10.9 vs 14.3 us",
+    ),
+    Rule(
+        "reduce",
+        16,
+        32,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "128x7 4.5 vs 4.4 us; 128x7 4.6 vs 4.5 us; 128x4 4.4 vs 4.3 us; 128x4 4.2 vs 4.2 us",
+        elem_bytes=4,
+    ),
+    Rule(
+        "sum",
+        4096,
+        8192,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "128x2048 6.5 vs 5.2 us; 128x2048 6.3 vs 5.2 us; 128x2048 6.0 vs 5.4 us; 128x2048 6.6 vs 6.1 us",
+        row_inputs=3,
+    ),
+    Rule(
+        "sum",
+        4096,
+        8192,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "128x2048 6.7 vs 6.4 us; 128x2048 6.7 vs 6.6 us; 4096x2048 35.3 vs 34.8 us; 4096x2048 35.3 vs 34.9 us",
+        row_inputs=4,
+    ),
+    Rule(
+        "sum-of-products",
+        1024,
+        2048,
+        "gluon",
+        "2026-11-26-h100-model-kernels",
+        "1x128 4.6 vs 5.1 us; 1x128 4.7 vs 5.3 us; 1x128 4.9 vs 5.3 us; 1x128 4.9 vs 5.3 us",
+        elem_bytes=8,
+        row_inputs=0,
+    ),
+    Rule(
+        "sum-of-products",
+        32768,
+        65536,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "1x4096 9.8 vs 9.9 us; 1x4096 9.6 vs 9.9 us; 1x4096 9.6 vs 9.9 us; 1x4096 9.5 vs 9.9 us",
+        elem_bytes=8,
+        row_inputs=0,
+    ),
+    Rule(
+        "sum-of-products",
+        8192,
+        16384,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "512x8000 8.7 vs 8.8 us; 512x8000 8.8 vs 8.8 us",
+    ),
+    Rule(
+        "sum-of-products",
+        65536,
+        131072,
+        "triton",
+        "2026-11-26-h100-model-kernels",
+        "4096x50257 331.2 vs 436.9 us; 128x50257 18.8 vs 29.1 us; 4096x50257 331.6 vs 438.3 us; 128x50257 19.0 vs 28.9 us",
+    ),
+    Rule(
+        "sum-of-products",
+        4096,
+        8192,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "128x2048 5.6 vs 5.0 us; 128x2048 5.6 vs 5.0 us; 128x2048 5.7 vs 5.2 us; 128x2048 5.7 vs 5.3 us",
+        row_inputs=2,
+    ),
+    Rule(
+        "sum-of-products",
+        32768,
+        65536,
+        "triton",
+        "2026-11-26-h100-model-kernels",
+        "4096x32000 282.8 vs 303.1 us; 128x32000 14.9 vs 19.6 us; 4096x32000 283.3 vs 299.7 us; 128x32000 14.9 vs 19.6 us",
+        plan="xblock=1,chunk=32768,num_warps=32",
+        row_inputs=2,
+    ),
+    Rule(
+        "sum-of-products",
+        16384,
+        32768,
+        "triton",
+        "2026-11-26-h100-model-kernels",
+        "896x7180 10.9 vs 14.6 us; 896x7180 11.2 vs 14.5 us",
+        elem_bytes=4,
+        row_inputs=2,
+    ),
+    Rule(
+        "sum-of-products",
+        4096,
+        8192,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "128x2048 6.1 vs 5.4 us; 128x2048 6.4 vs 5.8 us; 128x2048 6.2 vs 5.6 us; 128x2048 6.4 vs 6.0 us",
+        row_inputs=3,
+    ),
+    Rule(
+        "sum-of-products",
+        4096,
+        8192,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "128x2048 6.9 vs 6.0 us; 128x2048 6.7 vs 5.8 us; 128x2048 6.7 vs 5.9 us; 128x2048 6.5 vs 5.8 us",
+        row_inputs=4,
+    ),
+    Rule(
+        "sum-of-products",
+        4096,
+        8192,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "128x2048 7.2 vs 6.1 us; 128x2048 7.2 vs 6.1 us; 128x2048 7.2 vs 6.1 us; 128x2048 7.3 vs 6.2 us",
         row_inputs=5,
     ),
 )
@@ -914,9 +1164,7 @@ def choose(
     if rules is None and decline:
         return Decline(f"{NO_TABLE} ({gpu}; the autotuner, tilec.config.autotune, decides where it can time)")
     rule = next((r for r in rules or () if r.covers(sig)), None)
-    where = f"{sig.family} rows of {sig.row_bytes} bytes"
-    if sig.elem_bytes != 2:
-        where += f" ({sig.elem_bytes}-byte elements)"
+    where = sig.where()
     if rule is not None and rule.action == "stock" and decline:
         return Decline(f"stock Inductor measured faster for {where} ({rule.evidence})")
     if rule is None and decline:
