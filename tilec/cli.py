@@ -17,6 +17,7 @@ import tempfile
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from tilec import __version__
 
@@ -103,29 +104,27 @@ def cmd_emit(args: argparse.Namespace) -> int:
         if args.target == "triton":
             from tilec.emit.triton import emit_triton
 
-            if args.check:
-                raise UsageError("--check compiles Gluon output; use --target gluon")
-            sources.append(emit_triton(kernel).source)
+            emitted: Any = emit_triton(kernel)
         else:
             from tilec.emit.gluon import emit_gluon
 
             emitted = emit_gluon(kernel)
-            sources.append(emitted.source)
-            if args.check:
-                from tilec.emit.check import check_compile
+        sources.append(emitted.source)
+        if args.check:
+            from tilec.emit.check import check_compile
 
-                report = check_compile(emitted, args.check)
-                sys.stderr.write(report.summary() + "\n")
-                if not report.ok:
-                    return EXIT_USER_ERROR
+            report = check_compile(emitted, args.check)
+            sys.stderr.write(report.summary() + "\n")
+            if not report.ok:
+                return EXIT_USER_ERROR
     write_output("\n\n".join(sources), args.output)
     return 0
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
     # torch is imported here only: `tilec opt` must not pay for it
-    if args.check and args.emit != "gluon":
-        raise UsageError("--check compiles Gluon output; add --emit gluon")
+    if args.check and args.emit is None:
+        raise UsageError("--check compiles the emitted source; add --emit gluon or --emit triton")
     from tilec.dump import dump, parse_shape
     from tilec.frontend.entry import EntryError
 
@@ -213,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     emit.add_argument(
         "--check",
         choices=["sm_90", "sm_100"],
-        help="with --target gluon: compile to a cubin (no GPU needed) and report",
+        help="compile to a cubin (no GPU needed) and report registers, spills and shared memory",
     )
     emit.add_argument("-o", "--output", help="output file (default: stdout)")
     emit.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
@@ -239,9 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["gluon", "triton"],
         help="also print each taken kernel's source (default -p: the emitter's pipeline)",
     )
-    dump.add_argument(
-        "--check", choices=["sm_90", "sm_100"], help="with --emit gluon: compile each kernel (no GPU needed)"
-    )
+    dump.add_argument("--check", choices=["sm_90", "sm_100"], help="with --emit: compile each kernel (no GPU needed)")
     dump.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cuda (fake H100 without a GPU) or cpu")
     dump.add_argument("--source", action="store_true", help="also print Inductor's own Triton source, as comments")
     dump.add_argument(

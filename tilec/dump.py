@@ -112,7 +112,7 @@ def format_kernels(
     check: str | None = None,
 ) -> tuple[str, int]:
     """Per captured kernel: Inductor's name, the summary line, then (with `ir`) its tile IR and
-    (with `emit`) the emitted source; with `check`, the Gluon source's ahead-of-time compile.
+    (with `emit`) the emitted source; with `check`, that source's ahead-of-time compile.
     Returns the text and the number of kernels that failed to compile."""
     from tilec.frontend.result import Lowered
     from tilec.ir import Module, print_module, verify
@@ -135,19 +135,21 @@ def format_kernels(
             run_pipeline(module, pipeline)
         if ir:
             lines.append(print_module(module).rstrip("\n"))
+        if emit is None:
+            continue
         if emit == "triton":
             from tilec.emit.triton import emit_triton
 
-            lines.append(emit_triton(module).source.rstrip("\n"))
-        elif emit == "gluon":
+            emitted: Any = emit_triton(module)
+        else:
             from tilec.emit.gluon import emit_gluon
 
             emitted = emit_gluon(module)
-            lines.append(emitted.source.rstrip("\n"))
-            if check:
-                from tilec.emit.check import check_compile
+        lines.append(emitted.source.rstrip("\n"))
+        if check:
+            from tilec.emit.check import check_compile
 
-                report = check_compile(emitted, check)
-                lines.append(f"# {k.name}: {report.summary()}")
-                failures += 0 if report.ok else 1
+            report = check_compile(emitted, check)
+            lines.append(f"# {k.name}: {report.summary()}")
+            failures += 0 if report.ok else 1
     return "\n".join(lines) + "\n", failures

@@ -249,6 +249,21 @@ def test_output_is_deterministic_and_readable() -> None:
     assert "tl.store(y + offs" in a
 
 
+@pytest.mark.parametrize("arch", ["sm_90", "sm_100"])
+def test_triton_output_compiles_ahead_of_time_with_its_resources(arch: str) -> None:
+    """`--check` on Triton output: the module carries its signature (pointers typed, constexprs
+    named, pointers 16-byte divisible) and compiles to a cubin without a GPU, reporting registers,
+    spills and warps as for Gluon."""
+    from tilec.emit.check import check_compile
+
+    module = emit_triton(planned((KERNELS / "rmsnorm_logical.tile").read_text(), "plan{xblock=1,num_warps=4}"))
+    assert 'SIGNATURE = {"x": "*bf16", "w": "*bf16", "y": "*bf16", "XBLOCK": "constexpr"' in module.source
+    assert "DIVISIBLE = ['x', 'w', 'y']" in module.source
+    report = check_compile(module, arch)
+    assert report.ok, report.error
+    assert report.num_warps == 4 and 0 < report.registers <= 255 and report.spills == 0, report
+
+
 def test_refuses_unplanned_and_hopper_only_ir() -> None:
     with pytest.raises(EmitError, match="needs planned IR"):
         emit_triton(parse((KERNELS / "rmsnorm_logical.tile").read_text()))

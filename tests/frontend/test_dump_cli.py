@@ -221,7 +221,11 @@ def test_named_or_forward(
         ("raise ValueError('bad module')\n", [], "importing it failed: ValueError: bad module"),
         ("def forward(x):\n    return x\n", ["--shape", "4,a"], "--shape: expected"),
         ("def forward(x):\n    return x\n", ["--dtype", "int3"], "--dtype: expected one of"),
-        ("def forward(x):\n    return x\n", ["--check", "sm_90"], "--check compiles Gluon output; add --emit gluon"),
+        (
+            "def forward(x):\n    return x\n",
+            ["--check", "sm_90"],
+            "--check compiles the emitted source; add --emit gluon or --emit triton",
+        ),
         ("import torch\ndef forward(x):\n    return x @ torch.ones(3, 3)\n", [], "tracing forward failed"),
     ],
     ids=[
@@ -233,7 +237,7 @@ def test_named_or_forward(
         "import-error",
         "shape",
         "dtype",
-        "check-without-gluon",
+        "check-without-emit",
         "trace-error",
     ],
 )

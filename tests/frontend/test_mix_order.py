@@ -340,3 +340,24 @@ def test_tilec_fuses_a_norm_backward_where_its_banded_kernel_measured_faster(m: 
             assert torch._inductor.scheduler.MixOrderReduction.__dict__["can_fuse"] is not original
         assert torch._inductor.scheduler.MixOrderReduction.__dict__["can_fuse"] is original
         assert banded(capture(gm, inputs, strict=True)) is None  # without tilec's answer: stock's
+
+
+@pytest.mark.parametrize(("op", "n", "spills"), [("layernorm", 8192, False), ("layernorm", 16384, True)])
+def test_a_banded_kernel_holds_its_column_sums_in_registers(op: str, n: int, spills: bool) -> None:
+    """Why LayerNorm's fused backward reaches only about half a copy's bandwidth at rows of 16384
+    (docs/performance.md): its two column sums, dW and dB, are carried across the band in
+    registers, a row of fp32 each, beside the row's x, dy and w; at 16384 elements per row that
+    is more than 255 registers a thread at 8 warps, and ptxas spills to local memory. At rows of
+    8192 nothing spills. (Triton's output compiled for sm_90 without a GPU: `--check`.)"""
+    from tilec.dump import table_fusion
+    from tilec.emit.check import check_compile
+    from tilec.emit.triton import TritonModule
+    from tilec.inductor.build import PLACEHOLDER, build
+
+    gm, inputs = backward_graph(4096, n, op)
+    k = banded(capture(gm, inputs, strict=True, fuse=table_fusion))
+    assert k is not None and len(k.result.column_sums) == 2  # dW and dB
+    built = build(k.result, "triton", "cuda")  # the H100's plan, as the hook builds it
+    report = check_compile(TritonModule(PLACEHOLDER, built.primary.source), "sm_90")
+    assert report.ok, report.error
+    assert report.num_warps == 8 and (report.spills > 0) == spills, report.summary()

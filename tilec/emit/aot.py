@@ -1,4 +1,4 @@
-"""Ahead-of-time compilation of an emitted Gluon module, run as a subprocess:
+"""Ahead-of-time compilation of an emitted Gluon or Triton module, run as a subprocess:
 
     python -m tilec.emit.aot MODULE.py sm_90
 
@@ -84,6 +84,7 @@ def ptxas_report(ptx: str, arch: int) -> dict[str, int]:
 def compile_module(path: str, arch_name: str) -> dict[str, Any]:
     import triton
     from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
     from triton.experimental.gluon._runtime import GluonASTSource
 
     arch = int(arch_name.removeprefix("sm_"))
@@ -94,9 +95,11 @@ def compile_module(path: str, arch_name: str) -> dict[str, Any]:
     spec.loader.exec_module(module)
     names = list(module.SIGNATURE)
     attrs = {(names.index(p),): [["tt.divisibility", 16]] for p in module.DIVISIBLE}
-    source = GluonASTSource(module.KERNEL, module.SIGNATURE, constexprs=module.CONSTEXPRS, attrs=attrs)
+    gluon = hasattr(module, "MAXNREG")  # the Gluon emitter's module; the Triton emitter's has none
+    kind = GluonASTSource if gluon else ASTSource
+    source = kind(module.KERNEL, module.SIGNATURE, constexprs=module.CONSTEXPRS, attrs=attrs)
     options: dict[str, Any] = {"num_warps": module.NUM_WARPS}
-    if module.MAXNREG is not None:
+    if gluon and module.MAXNREG is not None:
         options["maxnreg"] = module.MAXNREG
     if getattr(module.KERNEL, "debug", None):  # a kernel with asserts compiles them
         options["debug"] = True

@@ -1,4 +1,6 @@
-"""Compiling emitted Gluon to a cubin without a GPU, in a subprocess, and reporting resources."""
+"""Compiling emitted Gluon or Triton to a cubin without a GPU, in a subprocess, and reporting
+resources: registers, spills (a kernel whose live values exceed the registers keeps them in local
+memory, which costs bandwidth), shared memory, warps."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tilec.emit.gluon import GluonModule
+from tilec.emit.triton import TritonModule
 
 ARCHS = ("sm_90", "sm_100")
 
@@ -36,7 +39,7 @@ class CompileReport:
         )
 
 
-def check_compile(module: GluonModule, arch: str = "sm_90", timeout: float = 600) -> CompileReport:
+def check_compile(module: GluonModule | TritonModule, arch: str = "sm_90", timeout: float = 600) -> CompileReport:
     """Compiles `module` for `arch` in a fresh Python process (never in interpreter mode)."""
     if arch not in ARCHS:
         raise ValueError(f"arch must be one of {ARCHS}")

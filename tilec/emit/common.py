@@ -113,3 +113,23 @@ def single_kernel(target: Kernel | Module) -> Kernel:
             raise EmitError(f"emit one kernel at a time; this module has {len(target.kernels)}")
         return target.kernels[0]
     return target
+
+
+# Triton's type strings, by tilec dtype name (the signatures of ahead-of-time compiles)
+TRITON_TYPES = {
+    "i1": "i1",
+    "i8": "i8",
+    "i16": "i16",
+    "i32": "i32",
+    "i64": "i64",
+    "u8": "u8",
+    "u16": "u16",
+    "u32": "u32",
+    "u64": "u64",
+    "f8e4m3": "fp8e4nv",
+    "f8e5m2": "fp8e5",
+    "f16": "fp16",
+    "bf16": "bf16",
+    "f32": "fp32",
+    "f64": "fp64",
+}

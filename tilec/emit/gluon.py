@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tilec.emit.common import EmitError, check_source, py_expr, require_planned, single_kernel
+from tilec.emit.common import TRITON_TYPES, EmitError, check_source, py_expr, require_planned, single_kernel
 from tilec.emit.gluon_api import gluon_api
 from tilec.emit.python import HELPERS, PythonEmitter
 from tilec.ir.core import Kernel, Module, Operation, Value
@@ -64,24 +64,6 @@ RESERVED = {
     "fence_async_shared",
     "num_sms",
     "descs",
-}
-
-TRITON_TYPES = {
-    "i1": "i1",
-    "i8": "i8",
-    "i16": "i16",
-    "i32": "i32",
-    "i64": "i64",
-    "u8": "u8",
-    "u16": "u16",
-    "u32": "u32",
-    "u64": "u64",
-    "f8e4m3": "fp8e4nv",
-    "f8e5m2": "fp8e5",
-    "f16": "fp16",
-    "bf16": "bf16",
-    "f32": "fp32",
-    "f64": "fp64",
 }
 
 

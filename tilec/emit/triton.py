@@ -4,7 +4,8 @@ Triton chooses layouts itself, so the emitter leaves them out. Ops that need Hop
 (shared memory, TMA, mbarriers, partitions) belong to the Gluon emitter.
 
 The emitted module defines the kernel, the helper combine functions it needs, `KERNEL`,
-`CONSTEXPRS`, `NUM_WARPS`, `GRID(*args, num_sms)`, `launch_args(*args, num_sms)` (the grid and the
+`SIGNATURE` (Triton's type string per parameter, for ahead-of-time compilation), `CONSTEXPRS`,
+`DIVISIBLE` (the pointer parameters), `NUM_WARPS`, `GRID(*args, num_sms)`, `launch_args(*args, num_sms)` (the grid and the
 kernel's whole positional argument list, constexprs included) and `launch(*args, num_sms=...)`,
 which launches the kernel on the arguments passed for the kernel's parameters, in order, and
 returns Triton's compiled kernel.
@@ -14,13 +15,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tilec.emit.common import EmitError, check_source, py_expr, require_planned, single_kernel
+from tilec.emit.common import TRITON_TYPES, EmitError, check_source, py_expr, require_planned, single_kernel
 from tilec.emit.python import HELPERS, PythonEmitter
 from tilec.ir.core import Kernel, Module
 from tilec.ir.dtypes import DType
 from tilec.ir.types import PointerType
 
-RESERVED = {"launch", "launch_args", "args", "GRID", "KERNEL", "CONSTEXPRS", "NUM_WARPS", "num_sms", "grid"}
+RESERVED = {
+    "launch",
+    "launch_args",
+    "args",
+    "GRID",
+    "KERNEL",
+    "SIGNATURE",
+    "CONSTEXPRS",
+    "DIVISIBLE",
+    "NUM_WARPS",
+    "num_sms",
+    "grid",
+}
 
 
 @dataclass
@@ -79,10 +92,21 @@ class TritonEmitter(PythonEmitter):
         args = ", ".join(params)
         lead = f"{args}, " if args else ""
         call = ", ".join([*params, *(str(v) for v in k.constexprs.values())])
+        sig = []
+        for p in k.params:
+            t = p.type
+            if isinstance(t, PointerType):
+                sig.append(f'"{self.n(p)}": "*{TRITON_TYPES[t.pointee.name]}"')
+            elif isinstance(t, DType):
+                sig.append(f'"{self.n(p)}": "{TRITON_TYPES[t.name]}"')
+        sig += [f'"{c}": "constexpr"' for c in k.constexprs]
+        divisible = [self.n(p) for p in k.params if isinstance(p.type, PointerType)]
         return "\n".join(
             [
                 f"KERNEL = {self.kname}",
+                "SIGNATURE = {" + ", ".join(sig) + "}",
                 f"CONSTEXPRS = {dict(k.constexprs)!r}",
+                f"DIVISIBLE = {divisible!r}",
                 f"NUM_WARPS = {k.launch.num_warps}",
                 "",
                 "",
