@@ -312,6 +312,7 @@ def run_row(
                 "reason": r.reason,
                 "signature": r.signature,
                 "timings": r.timings,
+                "traced": r.traced,
             }
             for r in records
         ],

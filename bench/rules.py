@@ -133,12 +133,14 @@ class Derived:
     hi: int
     action: str
     figures: str
+    symbolic: bool = False  # a rule for rows of symbolic length (`Rule.symbolic`)
 
     def source(self, run: str) -> str:
         emitter, plan = split(self.action)  # "triton{chunk=...}": the emitter and its plan options
         extra = f", plan={plan!r}" if plan else ""
         extra += f", elem_bytes={self.elem_bytes}" if self.elem_bytes != 2 else ""
         extra += f", row_inputs={self.row_inputs}" if self.row_inputs != 1 else ""
+        extra += ", symbolic=True" if self.symbolic else ""
         hi = "2**62" if self.hi == END else str(self.hi)
         return f"Rule({self.family!r}, {self.lo}, {hi}, {emitter!r}, {run!r}, {self.figures!r}{extra}),"
 
@@ -230,11 +232,16 @@ QUOTED = 4  # kernels a rule keeping stock quotes
 MODELS_MARGIN = 0.03
 
 
+SYMBOLIC = -1  # the row bytes `model_kernels` gives a row of symbolic length
+
+
 def model_kernels(records: list[dict[str, Any]]) -> list[tuple[tuple[str, int, int], int, Shape]]:
     """The kernels of a `tilec bench --models --autotune` run the autotuner timed against stock:
-    ((family, row inputs, element bytes), row bytes, Shape) each, the same kernel timed once (a
-    kernel read from the autotuner's cache repeats its timings: counted once). `Shape.ms` and
-    `Shape.pct` both hold device microseconds (a kernel has no copy to compare with)."""
+    ((family, row inputs, element bytes), row bytes, Shape) each — the row bytes `SYMBOLIC` where
+    the row length is symbolic (`--dynamic`), the Shape then the sizes the graph was traced with,
+    which the autotuner timed at — the same kernel timed once (a kernel read from the autotuner's
+    cache repeats its timings: counted once). `Shape.ms` and `Shape.pct` both hold device
+    microseconds (a kernel has no copy to compare with)."""
     out, seen = [], set()
     for row in records:
         for k in row.get("report", []):
@@ -242,16 +249,19 @@ def model_kernels(records: list[dict[str, Any]]) -> list[tuple[tuple[str, int, i
             if not sig or not timings:
                 continue
             family, inputs, elem, rows, n = sig
-            if rows is None or (n is None and family != "pointwise"):
-                continue  # symbolic sizes: no rule covers them
+            traced = k.get("traced") or (None, None)
+            m, length = rows if rows is not None else traced[0], n if n is not None else traced[1]
+            if m is None or (length is None and family != "pointwise"):
+                continue  # symbolic sizes the record does not resolve
             us = {AUTOTUNED.get(c, c): ms * 1000 for c, ms in timings}
-            ident = (tuple(sig), tuple(sorted(us.items())))
+            ident = (tuple(sig), m, length, tuple(sorted(us.items())))
             if "compile" not in us or ident in seen:
                 continue
             seen.add(ident)
-            shape = Shape(rows, n or 1, us, us)
+            shape = Shape(m, (length or 1) if family != "pointwise" else 1, us, us)
             if shape.candidates():
-                out.append(((family, inputs, elem), (n or 0) * elem, shape))
+                row_bytes = SYMBOLIC if n is None and family != "pointwise" else (n or 0) * elem
+                out.append(((family, inputs, elem), row_bytes, shape))
     return out
 
 
@@ -267,16 +277,32 @@ def derive_models(
     from tilec.ir.expr import pow2_floor
 
     def covered(group: tuple[str, int, int], row_bytes: int) -> list[Any]:
-        return [r for r in base if (r.family, r.row_inputs, r.elem_bytes) == group]
+        """The base rules of the group, for static rows or for rows of symbolic length."""
+        symbolic = row_bytes == SYMBOLIC
+        return [
+            r
+            for r in base
+            if (r.family, r.row_inputs, r.elem_bytes) == group and getattr(r, "symbolic", False) == symbolic
+        ]
 
     by: dict[tuple[str, int, int], dict[int, list[Shape]]] = defaultdict(lambda: defaultdict(list))
     for group, row_bytes, shape in model_kernels(records):
-        if not any(r.lo <= row_bytes < r.hi for r in covered(group, row_bytes)):
+        others = covered(group, row_bytes)
+        if not (others if row_bytes == SYMBOLIC else any(r.lo <= row_bytes < r.hi for r in others)):
             by[group][row_bytes].append(shape)
     rules: list[Derived] = []
     for group, by_row in sorted(by.items()):
         others = covered(group, 0)
         buckets: dict[tuple[int, int], list[Shape]] = defaultdict(list)  # the range each row size falls in
+        symbolic = by_row.pop(SYMBOLIC, None)  # rows of symbolic length: a rule of their own
+        if symbolic:
+            key = chosen(symbolic, margin)
+            action = symbolic[0].candidates()[key] if key else "stock"
+            quoted = [(s, key or s.fastest()) for s in symbolic]
+            if action == "stock":
+                quoted = sorted(quoted, key=lambda sk: sk[0].ms["compile"] / sk[0].ms[sk[1]])[:QUOTED]
+            figures = "; ".join(_model_figure(s, k) for s, k in quoted)
+            rules.append(Derived(group[0], group[1], group[2], 0, END, action, figures, symbolic=True))
         for row_bytes in sorted(by_row):
             if group[0] == "pointwise":
                 lo, hi = 0, END

@@ -174,8 +174,8 @@ def test_rules_on_hopper(name: str, cols: int, expected: str) -> None:
 @pytest.mark.parametrize("name", ["gelu_mlp"])
 def test_pointwise_kernels_stay_stock(name: str) -> None:
     """Pointwise kernels measured slower than stock's in the models: declined, saying so and
-    quoting the run; where no measurement was made (the H200), declined as unmeasured; with
-    decline off, tilec takes them with the default emitter."""
+    quoting the GPU's run; on a GPU with no table, declined as unmeasured there; with decline
+    off, tilec takes them with the default emitter."""
     k = example(name, 16, 1024).kernel()
     choice = choose(k, hopper=True)
     assert isinstance(choice, Decline), choice
@@ -183,28 +183,38 @@ def test_pointwise_kernels_stay_stock(name: str) -> None:
         f"stock Inductor measured faster for pointwise kernels ({RESULTS}/2026-11-26-h100-model-kernels: "
     )
     on_h200 = choose(k, hopper=True, gpu="NVIDIA H200")
-    assert isinstance(on_h200, Decline) and on_h200.reason.startswith(UNMEASURED) and "pointwise" in on_h200.reason
+    assert isinstance(on_h200, Decline) and "2026-11-26-h200-model-kernels" in on_h200.reason, on_h200
+    elsewhere = choose(k, hopper=True, gpu="NVIDIA Unknown")
+    assert isinstance(elsewhere, Decline) and elsewhere.reason.startswith(NO_TABLE), elsewhere
     assert isinstance(choose(k, hopper=True, decline=False), Choice)
 
 
-def test_a_symbolic_row_length_is_unmeasured() -> None:
-    """A reduction of symbolic length falls in no row-size bucket: no rule covers it, whatever its
-    family's rules say of short rows. A sum over a symbolic number of tokens is a column sum, and
-    no column reduction was measured."""
+def test_a_symbolic_row_length_takes_only_a_rule_measured_on_symbolic_rows() -> None:
+    """A reduction of symbolic length falls in no row-size bucket: only a rule measured on rows of
+    symbolic length (`symbolic=True`, from the models' kernels with a symbolic number of tokens)
+    covers it, and such a rule covers no static row. On the H100 a bf16 sum over a symbolic number
+    of tokens (a column sum) was measured: stock, saying so; on the H200 it was not."""
     import torch
 
     from tilec.frontend.capture import capture
+    from tilec.ir.target import H200
 
     symbolic = Signature("sum", None, None, 0)
-    assert not any(r.covers(symbolic) for r in RULES)
+    assert not any(r.covers(symbolic) for r in RULES)  # no RMSNorm over symbolic rows was measured
     assert "rows of symbolic length" in symbolic.describe()
     (k,) = capture(lambda x: x.float().sum(0), [torch.randn(64, 256, dtype=torch.bfloat16)], dynamic=True)
     kernel = k.result.kernel  # type: ignore[union-attr]
     sig = signature(kernel)
     assert (sig.family, sig.n) == ("column-sum", None)
+    (rule,) = [r for r in RULES if r.covers(sig)]
+    assert rule.symbolic and (rule.lo, rule.hi) == (0, 2**62)
+    assert not rule.covers(Signature("column-sum", 4096, 64, 128))  # a static column
     choice = choose(kernel, hopper=True)
-    assert isinstance(choice, Decline) and choice.reason.startswith(UNMEASURED), choice
-    assert "column-sum kernels" in choice.reason and "columns of symbolic length" in choice.reason
+    assert isinstance(choice, Decline), choice
+    assert choice.reason.startswith("stock Inductor measured faster for column-sum columns of symbolic length (")
+    on_h200 = choose(kernel, hopper=True, gpu=H200.name)
+    assert isinstance(on_h200, Decline) and on_h200.reason.startswith(UNMEASURED), on_h200
+    assert "column-sum kernels" in on_h200.reason and "columns of symbolic length" in on_h200.reason
 
 
 def test_fp32_rows_stay_stock_where_stock_keeps_up() -> None:
@@ -288,11 +298,12 @@ def test_the_h100_and_the_h200_get_their_own_plans(name: str, cols: int, h100: A
 
 
 def _overlapping(rules: tuple[Rule, ...]) -> list[tuple[Rule, Rule]]:
-    """The pairs of rules for one family, element size and row inputs whose row-byte ranges meet."""
+    """The pairs of rules for one family, element size and row inputs (static rows, or rows of
+    symbolic length) whose row-byte ranges meet."""
     return [
         (a, b)
         for a, b in itertools.combinations(rules, 2)
-        if (a.family, a.elem_bytes, a.row_inputs) == (b.family, b.elem_bytes, b.row_inputs)
+        if (a.family, a.elem_bytes, a.row_inputs, a.symbolic) == (b.family, b.elem_bytes, b.row_inputs, b.symbolic)
         and a.lo < b.hi
         and b.lo < a.hi
     ]
@@ -349,6 +360,8 @@ def _measured(run: Path) -> dict[Key, list[float]]:
                 for k in rec.get("report", []):  # `tilec bench --models --autotune`: kernels timed in place, us
                     if k.get("signature") and k.get("timings"):
                         family, inputs, elem, rows, n = k["signature"]
+                        traced = k.get("traced") or (None, None)  # a symbolic size: the size timed at
+                        rows, n = rows if rows is not None else traced[0], n if n is not None else traced[1]
                         key = (f"models:{family}:{inputs}", rows, n or 1, DTYPES.get(elem, f"{elem}B"))
                         found[key] += [ms * 1000 for _, ms in k["timings"]]
                 pct = rec.get("device_pct", rec.get("pct"))
@@ -573,7 +586,7 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
                 "2026-11-26-h100-model-kernels",
             ),
         ),
-        ("H200", ("2026-11-26-h200-welford", "2026-11-26-h200-fanout")),
+        ("H200", ("2026-11-26-h200-welford", "2026-11-26-h200-fanout", "2026-11-26-h200-model-kernels")),
     ],
 )
 def test_each_gpus_table_is_what_the_tool_derives(gpu: str, runs: tuple[str, ...]) -> None:
@@ -631,11 +644,15 @@ def test_a_row_size_takes_the_candidate_that_wins_at_every_shape() -> None:
     assert tool.surveyed(plans[-2]) == "tilec-triton" and tool.surveyed(plans[1]) == "compile"
 
 
-def _model_row(*kernels: tuple[tuple[Any, ...], dict[str, float]], gpu: str = "Test GPU") -> dict[str, Any]:
-    """A `tilec bench --models --autotune` row: its kernels' signatures and timings (ms)."""
-    report = [{"signature": list(sig), "timings": sorted(ms.items(), key=lambda kv: kv[1])} for sig, ms in kernels] + [
-        {"signature": None, "timings": []}
-    ]  # a kernel tilec could not lower
+def _model_row(
+    *kernels: tuple[tuple[Any, ...], dict[str, float]], gpu: str = "Test GPU", traced: Any = None
+) -> dict[str, Any]:
+    """A `tilec bench --models --autotune` row: its kernels' signatures and timings (ms), and where
+    a size is symbolic the sizes they were timed at."""
+    report = [
+        {"signature": list(sig), "timings": sorted(ms.items(), key=lambda kv: kv[1]), "traced": traced}
+        for sig, ms in kernels
+    ] + [{"signature": None, "timings": []}]  # a kernel tilec could not lower
     return {"meta": {"gpu": gpu}, "report": report}
 
 
@@ -657,12 +674,18 @@ def test_rules_from_a_models_run_cover_what_the_models_timed(tmp_path: Path) -> 
             (("sum-of-products", 2, 2, 4096, 32000), {"stock": 0.100, "triton": 0.0995}),  # inside the margin
         ),
         _model_row((sum3, {"stock": 0.0120, "triton": 0.0100, "triton{xblock=1,num_warps=8}": 0.0110})),  # cached
+        _model_row((("column-sum", 4, 4, 49152, None), {"stock": 0.080, "gluon": 0.020}), traced=(49152, 128)),
     ]
     base = (
         Rule("sum", 0, 4096, "stock", "r", "f", row_inputs=3),
         Rule("sum", 0, 2**62, "triton", "r", "f", row_inputs=2),
     )
     derived = {(d.family, d.row_inputs): d for d in tool.derive_models(rows, base)}
+    columns = next(d for d in tool.derive_models(rows, base) if d.symbolic)
+    assert (columns.family, columns.row_inputs, columns.lo, columns.hi) == ("column-sum", 4, 0, 2**62)
+    assert columns.action == "gluon" and columns.figures == "49152x128 20.0 vs 80.0 us"  # at the traced sizes
+    assert "symbolic=True" in columns.source("r")
+    derived = {k: d for k, d in derived.items() if k != ("column-sum", 4)}
     assert set(derived) == {("pointwise", 1), ("sum", 3), ("sum-of-products", 2)}
     point, sums, products = derived[("pointwise", 1)], derived[("sum", 3)], derived[("sum-of-products", 2)]
     assert (point.lo, point.hi, point.action) == (0, 2**62, "stock")  # lost (by the margin) at one size
@@ -677,7 +700,7 @@ def test_rules_from_a_models_run_cover_what_the_models_timed(tmp_path: Path) -> 
     runs = tmp_path
     (runs / "models.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     measured = _measured(runs)
-    for d in derived.values():
+    for d in [*derived.values(), columns]:
         rule = Rule(d.family, d.lo, d.hi, "stock", "x", d.figures, elem_bytes=d.elem_bytes, row_inputs=d.row_inputs)
         assert not _unmatched(rule, measured), d
     moved = Rule("sum", 4096, 8192, "stock", "x", "4096x2048 10.1 vs 12.0 us", row_inputs=3)

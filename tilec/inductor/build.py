@@ -40,6 +40,7 @@ class Declined:
     reason: str
     signature: SignatureKey | None = None
     timings: tuple[tuple[str, float], ...] = ()
+    traced: tuple[int, int] | None = None  # (rows, row length) timed at, where a size is symbolic
 
 
 @dataclass
@@ -57,6 +58,7 @@ class KernelBuild:
     # (candidate, median device ms), fastest first, when it chose
     signature: SignatureKey | None = None
     timings: tuple[tuple[str, float], ...] = ()
+    traced: tuple[int, int] | None = None  # (rows, row length) timed at, where a size is symbolic
 
     @property
     def emitter(self) -> str:

@@ -76,7 +76,7 @@ def triton_scheduling_class() -> type:
                 self._stock_names = None
             if name is None:  # defining tilec's kernel failed (logged): stock's runs, with tilec's band
                 failed = Declined(
-                    f"{INTERNAL_ERROR}: the mix-order kernel's definition", built.signature, built.timings
+                    f"{INTERNAL_ERROR}: the mix-order kernel's definition", built.signature, built.timings, built.traced
                 )
                 note(stock[0] if stock else "?", failed, device)
             else:

@@ -49,6 +49,19 @@ def timings(tuned: Any) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(tuned.ms.items(), key=lambda kv: kv[1])) if tuned is not None else ()
 
 
+def traced_at(lowered: Any, tuned: Any) -> tuple[int, int] | None:
+    """The rows and row length the autotuner timed a kernel with symbolic sizes at (the graph's
+    trace), or None: static sizes, no timing, or sizes not read from the trace."""
+    if tuned is None or (lowered.numel is not None and lowered.rnumel is not None):
+        return None
+    from tilec.frontend.lower import banded_sizes
+
+    try:
+        return banded_sizes(lowered)
+    except Exception:  # a size named otherwise than xnumel / rnumel
+        return None
+
+
 def decline_reason(device: Any) -> str | None:
     """Why no kernel of this graph can be taken, or None."""
     from torch._inductor import config as ic
@@ -161,11 +174,12 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | Declin
                 tuned = autotune.tune(scheduling, features, lowered, device, cands, plan_for)
             decided = _decided(tuned, lowered.kernel, hopper, forced, target)
             if isinstance(decided, str):
-                return Declined(decided, key, timings(tuned))
+                return Declined(decided, key, timings(tuned), traced_at(lowered, tuned))
             (emitter, plan_options), tuning = decided, tuned.describe() if tuned is not None else None
         built = build(lowered, emitter, device.type, plan_options)
         built.stem = name_stem(lowered, list(features.node_schedule))
         built.tuning, built.signature, built.timings = tuning, key, timings(tuned)
+        built.traced = traced_at(lowered, tuned)
         return built
     except Exception as e:
         if cfg.strict:
@@ -264,10 +278,10 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
             )
         decided = _decided(tuned, lowered.kernel, False, "triton" if cfg.emitter == "triton" else None, target)
         if isinstance(decided, str):
-            return Declined(decided, key, timings(tuned))
+            return Declined(decided, key, timings(tuned), traced_at(lowered, tuned))
         built = build(lowered, "triton", device.type, with_band(decided[1]))
         built.tuning = tuned.describe() if tuned is not None else None
-        built.signature, built.timings = key, timings(tuned)
+        built.signature, built.timings, built.traced = key, timings(tuned), traced_at(lowered, tuned)
         # named as stock names it: a persistent reduction (the whole row one block)
         built.stem = re.sub(r"^triton_red_", "triton_per_", name_stem(lowered, list(features.node_schedule)))
         return built

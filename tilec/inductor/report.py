@@ -48,6 +48,9 @@ class KernelRecord:
     signature: tuple[str, int, int, int | None, int | None] | None = None
     # the autotuner's timings where it ran, taken or not: (candidate, median device ms), fastest first
     timings: tuple[tuple[str, float], ...] = ()
+    # where the kernel's sizes are symbolic and the autotuner timed it: the (rows, row length) of
+    # the graph's trace, which it was timed at
+    traced: tuple[int, int] | None = None
 
 
 _lock = threading.Lock()

@@ -174,6 +174,7 @@ def note(name: str, outcome: KernelBuild | Declined, device: Any) -> None:
             remarks=built.remarks if built is not None else (),
             signature=outcome.signature,
             timings=outcome.timings,
+            traced=outcome.traced,
         ),
         V.graph,
     )

@@ -34,9 +34,10 @@ holds such a table per GPU it was measured on; a GPU with none never gets anothe
   measured faster than the heuristic plan; empty for the heuristic plan.
 
 tilec takes only what a measurement says it wins: a kernel no rule covers — families, row
-inputs, row sizes or element sizes never measured on the GPU (on the H100 the models' pointwise
-kernels, weight gradients and cross-entropy are measured; on the H200 they are not), kernels
-drawing random numbers — stays with stock Inductor, and the reason says so. `tilec.config.emitter` set to "gluon" or
+inputs, row sizes or element sizes never measured on the GPU (the models' pointwise kernels,
+weight gradients and cross-entropy are measured on the H100 and the H200; reductions of symbolic
+length on the H100 only: `Rule.symbolic`), kernels drawing random numbers — stays with stock
+Inductor, and the reason says so. `tilec.config.emitter` set to "gluon" or
 "triton" forces that emitter for the kernels tilec takes; `tilec.config.decline = False` keeps
 every kernel tilec can take (those no rule covers get the heuristic default: Gluon on Hopper,
 Triton elsewhere).
@@ -101,7 +102,8 @@ class Signature:
         if self.family == "pointwise":
             return "pointwise kernels"
         along = "columns" if self.family.startswith("column") else "rows"
-        text = f"{self.family} {along} of {self.row_bytes} bytes"
+        size = f"of {self.row_bytes} bytes" if self.n is not None else "of symbolic length"
+        text = f"{self.family} {along} {size}"
         notes = [f"{self.elem_bytes}-byte elements"] if self.elem_bytes != 2 else []
         notes += [f"{self.row_inputs} row inputs"] if self.row_inputs != 1 else []
         return text + (f" ({', '.join(notes)})" if notes else "")
@@ -139,6 +141,9 @@ class Rule:
     plan: str = ""  # options for the plan pass of the action's pipeline (tilec.passes.pipelines.with_plan)
     elem_bytes: int = 2  # the element size measured (bf16/fp16 unless it says otherwise)
     row_inputs: int = 1  # the whole-row inputs of the kernels measured
+    # covers kernels whose row length is symbolic (no row bytes: `lo`, `hi` are 0 and 2**62),
+    # measured at the lengths their graphs were traced with; a rule without it covers static rows only
+    symbolic: bool = False
 
     @property
     def evidence(self) -> str:
@@ -151,7 +156,8 @@ class Rule:
             and self.elem_bytes == sig.elem_bytes
             and self.row_inputs == sig.row_inputs
             and not sig.random  # no rule was measured with Philox's arithmetic in the kernel
-            and (sig.n is not None or sig.family == "pointwise")  # a symbolic row length: no bucket
+            # a symbolic row length has no row bytes: only a rule measured on such rows covers it
+            and ((sig.n is None and sig.family != "pointwise") == self.symbolic)
             and self.lo <= sig.row_bytes < self.hi
         )
 
@@ -468,26 +474,46 @@ RULES: tuple[Rule, ...] = (
         "4096x2048 93.9 vs 84.8; 8192x2048 95.7 vs 89.9; 32768x2048 96.8 vs 94.3; 4096x2048 93.6 vs 84.7; 8192x2048 95.4 vs 89.4; 32768x2048 96.2 vs 93.9; 8192x4096 96.1 vs 89.7; 16384x4096 96.9 vs 94.9; 8192x4096 96.2 vs 89.7; 16384x4096 96.8 vs 94.8; 16384x8192 96.2 vs 94.4; 16384x8192 96.7 vs 94.4; 32768x16384 88.9 vs 75.2; 32768x16384 89.5 vs 72.5",
         row_inputs=5,
     ),
-    # Then the kernels of whole models no suite op measures (`bench/rules.py --models` on two
-    # `tilec bench --models --autotune` runs: Llama, GPT-2 and Gemma at the default and small sizes,
-    # inference and a training step; each kernel timed in place against stock's, device
-    # microseconds): pointwise kernels, norms read with three or four rows, weight and bias
-    # gradients (column sums), cross-entropy, the embedding's gradient fused into a norm's backward.
+    # Then the kernels of whole models no suite op measures (`bench/rules.py --models` on the
+    # `tilec bench --models --autotune` runs there: Llama, GPT-2 and Gemma at the default and small
+    # sizes, inference and a training step, twice; and a training step with `--dynamic`, where the
+    # tokens are a symbolic size; each kernel timed in place against stock's, device microseconds):
+    # pointwise kernels, norms read with three or four rows, weight and bias gradients (column
+    # sums, also over a symbolic number of tokens: `symbolic=True`), cross-entropy, the embedding's
+    # gradient fused into a norm's backward.
+    Rule(
+        "column-sum",
+        0,
+        2**62,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "131072x192 28.1 vs 26.2 us; 131072x192 28.2 vs 26.3 us; 131072x256 34.9 vs 33.5 us; 131072x256 34.9 vs 33.5 us",
+        symbolic=True,
+    ),
     Rule(
         "column-sum",
         256,
         1024,
         "stock",
         "2026-11-26-h100-model-kernels",
-        "196608x128 30.8 vs 24.4 us; 196608x128 30.6 vs 24.5 us; 65536x128 14.3 vs 12.3 us; 65536x128 14.4 vs 12.4 us",
+        "196608x128 30.8 vs 24.4 us; 196608x128 30.6 vs 24.5 us; 98304x128 19.1 vs 15.5 us; 131072x128 22.5 vs 18.9 us",
     ),
     Rule(
         "column-sum",
         64,
+        128,
+        "gluon",
+        "2026-11-26-h100-model-kernels",
+        "2048x16 4.6 vs 5.6 us; 2048x16 4.5 vs 5.6 us; 8192x16 4.8 vs 5.8 us; 6144x16 4.9 vs 5.7 us; 2048x16 4.6 vs 5.5 us; 2048x16 4.6 vs 5.6 us; 8192x16 5.0 vs 5.9 us; 8192x16 5.1 vs 6.0 us; 2048x24 4.7 vs 5.7 us; 2048x24 4.7 vs 5.7 us; 6144x24 4.9 vs 5.8 us; 2048x24 4.7 vs 5.6 us; 2048x24 4.6 vs 5.6 us",
+        elem_bytes=4,
+    ),
+    Rule(
+        "column-sum",
+        128,
         256,
         "triton",
         "2026-11-26-h100-model-kernels",
-        "8192x16 5.0 vs 5.9 us; 8192x16 5.1 vs 6.0 us; 2048x32 4.9 vs 5.7 us; 6144x32 5.1 vs 6.1 us; 2048x32 5.0 vs 5.9 us; 6144x32 5.2 vs 6.1 us",
+        "2048x32 4.8 vs 5.8 us; 6144x32 5.0 vs 5.9 us; 2048x32 4.9 vs 5.7 us; 6144x32 5.1 vs 6.1 us; 2048x32 5.0 vs 5.9 us; 6144x32 5.2 vs 6.1 us",
         elem_bytes=4,
     ),
     Rule(
@@ -511,13 +537,14 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "column-sum",
-        512,
-        1024,
+        0,
+        2**62,
         "gluon",
         "2026-11-26-h100-model-kernels",
-        "2048x128 5.8 vs 6.2 us; 2048x128 6.4 vs 7.0 us; 2048x128 5.7 vs 6.3 us; 2048x128 6.0 vs 6.4 us; 2048x128 6.5 vs 6.9 us; 2048x128 5.9 vs 6.3 us",
+        "49152x128 17.0 vs 75.8 us; 49152x128 17.2 vs 75.6 us",
         elem_bytes=4,
         row_inputs=3,
+        symbolic=True,
     ),
     Rule(
         "column-sum",
@@ -525,7 +552,28 @@ RULES: tuple[Rule, ...] = (
         1024,
         "gluon",
         "2026-11-26-h100-model-kernels",
-        "2048x128 6.6 vs 7.4 us; 2048x128 6.6 vs 7.5 us; 2048x128 6.6 vs 7.7 us; 2048x128 6.8 vs 7.6 us; 2048x128 6.8 vs 7.4 us; 2048x128 6.8 vs 8.0 us",
+        "32768x128 13.0 vs 13.5 us; 2048x128 5.8 vs 6.2 us; 2048x128 6.4 vs 7.0 us; 2048x128 5.7 vs 6.3 us; 2048x128 6.0 vs 6.4 us; 2048x128 6.5 vs 6.9 us; 2048x128 5.9 vs 6.3 us",
+        elem_bytes=4,
+        row_inputs=3,
+    ),
+    Rule(
+        "column-sum",
+        0,
+        2**62,
+        "gluon",
+        "2026-11-26-h100-model-kernels",
+        "49152x128 21.9 vs 76.1 us; 49152x128 22.0 vs 75.8 us; 49152x128 21.9 vs 76.0 us; 49152x128 21.6 vs 79.9 us; 49152x128 21.6 vs 79.8 us; 49152x128 21.6 vs 79.8 us",
+        elem_bytes=4,
+        row_inputs=4,
+        symbolic=True,
+    ),
+    Rule(
+        "column-sum",
+        512,
+        1024,
+        "gluon",
+        "2026-11-26-h100-model-kernels",
+        "32768x128 15.8 vs 18.0 us; 32768x128 16.0 vs 17.3 us; 2048x128 6.6 vs 7.4 us; 2048x128 6.6 vs 7.5 us; 2048x128 6.6 vs 7.7 us; 2048x128 6.8 vs 7.6 us; 2048x128 6.8 vs 7.4 us; 2048x128 6.8 vs 8.0 us",
         elem_bytes=4,
         row_inputs=4,
     ),
@@ -540,6 +588,38 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "column-sum",
+        0,
+        2**62,
+        "gluon",
+        "2026-11-26-h100-model-kernels",
+        "49152x128 30.3 vs 80.1 us; 49152x128 28.1 vs 80.3 us; 49152x128 23.4 vs 82.3 us; 49152x128 23.4 vs 82.4 us",
+        elem_bytes=4,
+        row_inputs=5,
+        symbolic=True,
+    ),
+    Rule(
+        "column-sum",
+        512,
+        1024,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "32768x128 20.0 vs 19.3 us; 32768x128 19.6 vs 21.5 us; 32768x128 17.3 vs 19.1 us; 32768x128 19.3 vs 21.6 us",
+        elem_bytes=4,
+        row_inputs=5,
+    ),
+    Rule(
+        "column-sum",
+        0,
+        2**62,
+        "gluon",
+        "2026-11-26-h100-model-kernels",
+        "49152x128 23.5 vs 83.2 us",
+        elem_bytes=4,
+        row_inputs=6,
+        symbolic=True,
+    ),
+    Rule(
+        "column-sum",
         512,
         1024,
         "gluon",
@@ -547,6 +627,27 @@ RULES: tuple[Rule, ...] = (
         "2048x128 7.7 vs 9.4 us; 2048x128 7.7 vs 9.5 us",
         elem_bytes=4,
         row_inputs=7,
+    ),
+    Rule(
+        "column-sum",
+        0,
+        2**62,
+        "gluon",
+        "2026-11-26-h100-model-kernels",
+        "49152x128 43.5 vs 91.1 us",
+        elem_bytes=4,
+        row_inputs=9,
+        symbolic=True,
+    ),
+    Rule(
+        "column-sum",
+        512,
+        1024,
+        "triton",
+        "2026-11-26-h100-model-kernels",
+        "32768x128 29.6 vs 35.5 us",
+        elem_bytes=4,
+        row_inputs=9,
     ),
     Rule(
         "mean-var",
@@ -566,14 +667,22 @@ RULES: tuple[Rule, ...] = (
         "4096x2048 36.6 vs 32.7 us; 4096x2048 36.7 vs 34.3 us; 128x2048 6.7 vs 7.1 us; 128x2048 6.7 vs 7.3 us",
         row_inputs=4,
     ),
-    Rule("mix-order", 4096, 8192, "triton", "2026-11-26-h100-model-kernels", "4096x2048 73.9 vs 94.5 us", row_inputs=8),
+    Rule(
+        "mix-order",
+        4096,
+        8192,
+        "triton",
+        "2026-11-26-h100-model-kernels",
+        "4096x2048 71.8 vs 94.2 us; 4096x2048 73.9 vs 94.5 us",
+        row_inputs=8,
+    ),
     Rule(
         "pointwise",
         0,
         2**62,
         "stock",
         "2026-11-26-h100-model-kernels",
-        "262144x1 10.1 vs 6.8 us; 262144x1 10.4 vs 7.0 us; 262144x1 9.6 vs 6.7 us; 262144x1 9.7 vs 6.9 us",
+        "205881344x1 1320.7 vs 420.8 us; 154411008x1 991.9 vs 317.1 us; 23068672x1 238.2 vs 81.6 us; 23068672x1 238.0 vs 81.6 us",
         elem_bytes=4,
         row_inputs=0,
     ),
@@ -614,6 +723,17 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "sum-of-products",
+        0,
+        2**62,
+        "stock",
+        "2026-11-26-h100-model-kernels",
+        "1x3072 11.4 vs 9.6 us; 1x3072 11.4 vs 9.7 us; 1x3072 11.3 vs 9.8 us",
+        elem_bytes=8,
+        row_inputs=0,
+        symbolic=True,
+    ),
+    Rule(
+        "sum-of-products",
         1024,
         2048,
         "gluon",
@@ -624,11 +744,11 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "sum-of-products",
-        32768,
+        16384,
         65536,
         "stock",
         "2026-11-26-h100-model-kernels",
-        "1x4096 9.8 vs 9.9 us; 1x4096 9.6 vs 9.9 us; 1x4096 9.6 vs 9.9 us; 1x4096 9.5 vs 9.9 us",
+        "1x2048 7.6 vs 6.9 us; 1x2048 7.5 vs 6.9 us; 1x4096 9.8 vs 9.9 us; 1x4096 9.6 vs 9.9 us",
         elem_bytes=8,
         row_inputs=0,
     ),
@@ -646,7 +766,17 @@ RULES: tuple[Rule, ...] = (
         131072,
         "triton",
         "2026-11-26-h100-model-kernels",
-        "4096x50257 331.2 vs 436.9 us; 128x50257 18.8 vs 29.1 us; 4096x50257 331.6 vs 438.3 us; 128x50257 19.0 vs 28.9 us",
+        "2048x50257 171.4 vs 237.4 us; 4096x50257 331.2 vs 436.9 us; 128x50257 18.8 vs 29.1 us; 4096x50257 331.6 vs 438.3 us; 128x50257 19.0 vs 28.9 us",
+    ),
+    Rule(
+        "sum-of-products",
+        131072,
+        262144,
+        "triton",
+        "2026-11-26-h100-model-kernels",
+        "3072x50257 352.2 vs 606.6 us",
+        plan="xblock=1,chunk=32768,num_warps=32",
+        elem_bytes=4,
     ),
     Rule(
         "sum-of-products",
@@ -663,7 +793,7 @@ RULES: tuple[Rule, ...] = (
         65536,
         "triton",
         "2026-11-26-h100-model-kernels",
-        "4096x32000 282.8 vs 303.1 us; 128x32000 14.9 vs 19.6 us; 4096x32000 283.3 vs 299.7 us; 128x32000 14.9 vs 19.6 us",
+        "2048x32000 145.6 vs 154.4 us; 3072x32000 210.8 vs 223.1 us; 4096x32000 278.0 vs 290.8 us; 3072x32000 210.6 vs 220.7 us; 4096x32000 277.3 vs 292.6 us; 4096x32000 282.8 vs 303.1 us; 128x32000 14.9 vs 19.6 us; 4096x32000 283.3 vs 299.7 us; 128x32000 14.9 vs 19.6 us",
         plan="xblock=1,chunk=32768,num_warps=32",
         row_inputs=2,
     ),
@@ -1076,6 +1206,126 @@ H200_RULES: tuple[Rule, ...] = (
         "triton",
         "2026-11-26-h200-fanout",
         "4096x2048 93.2 vs 81.4; 32768x2048 94.2 vs 92.5; 4096x2048 92.3 vs 80.6; 32768x2048 94.5 vs 93.1; 8192x4096 93.3 vs 85.6; 8192x4096 94.1 vs 85.0; 16384x8192 95.2 vs 92.3; 16384x8192 94.2 vs 91.7",
+        row_inputs=5,
+    ),
+    # Then the models' other kernels, timed in place (`bench/rules.py --models` on one `tilec bench
+    # --models --autotune` run: Llama, GPT-2 and Gemma at the default size, inference and a training
+    # step; device microseconds), as the H100's.
+    Rule(
+        "column-sum",
+        256,
+        1024,
+        "stock",
+        "2026-11-26-h200-model-kernels",
+        "196608x128 26.0 vs 19.0 us; 65536x128 12.8 vs 10.7 us; 131072x256 26.1 vs 25.0 us",
+    ),
+    Rule(
+        "column-sum",
+        64,
+        256,
+        "triton",
+        "2026-11-26-h200-model-kernels",
+        "8192x16 4.8 vs 5.7 us; 2048x32 4.8 vs 5.8 us; 6144x32 4.9 vs 5.8 us",
+        elem_bytes=4,
+    ),
+    Rule(
+        "mean-var",
+        4096,
+        8192,
+        "gluon",
+        "2026-11-26-h200-model-kernels",
+        "4096x2048 13.1 vs 14.8 us; 4096x2048 18.3 vs 21.0 us; 4096x2048 21.4 vs 22.8 us; 4096x2048 21.6 vs 23.0 us",
+        plan="xblock=1,num_warps=4",
+        row_inputs=2,
+    ),
+    Rule(
+        "mean-var",
+        4096,
+        8192,
+        "stock",
+        "2026-11-26-h200-model-kernels",
+        "4096x2048 25.6 vs 24.1 us; 4096x2048 23.3 vs 26.5 us; 4096x2048 20.0 vs 24.0 us; 4096x2048 17.6 vs 22.0 us",
+        row_inputs=3,
+    ),
+    Rule("mean-var", 4096, 8192, "stock", "2026-11-26-h200-model-kernels", "4096x2048 28.2 vs 28.6 us", row_inputs=4),
+    Rule(
+        "mix-order", 4096, 8192, "triton", "2026-11-26-h200-model-kernels", "4096x2048 60.9 vs 106.0 us", row_inputs=8
+    ),
+    Rule(
+        "pointwise",
+        0,
+        2**62,
+        "stock",
+        "2026-11-26-h200-model-kernels",
+        "8388608x1 40.9 vs 33.8 us; 8388608x1 56.2 vs 46.9 us; 8388608x1 49.6 vs 42.9 us; 33554432x1 45.5 vs 40.5 us",
+        elem_bytes=4,
+        row_inputs=0,
+    ),
+    Rule(
+        "sum",
+        4096,
+        8192,
+        "stock",
+        "2026-11-26-h200-model-kernels",
+        "4096x2048 18.2 vs 17.6 us; 4096x2048 18.2 vs 18.9 us; 4096x2048 13.7 vs 14.3 us; 4096x2048 13.2 vs 13.9 us",
+        row_inputs=2,
+    ),
+    Rule(
+        "sum",
+        4096,
+        8192,
+        "stock",
+        "2026-11-26-h200-model-kernels",
+        "4096x2048 22.6 vs 22.3 us; 4096x2048 22.5 vs 23.2 us; 4096x2048 25.3 vs 27.1 us; 4096x2048 19.6 vs 21.7 us",
+        row_inputs=3,
+    ),
+    Rule(
+        "sum",
+        4096,
+        8192,
+        "gluon",
+        "2026-11-26-h200-model-kernels",
+        "4096x2048 26.5 vs 27.3 us",
+        plan="xblock=1,num_warps=4",
+        row_inputs=4,
+    ),
+    Rule(
+        "sum-of-products",
+        32768,
+        65536,
+        "stock",
+        "2026-11-26-h200-model-kernels",
+        "1x4096 9.5 vs 9.7 us; 1x4096 9.1 vs 9.7 us",
+        elem_bytes=8,
+        row_inputs=0,
+    ),
+    Rule(
+        "sum-of-products",
+        65536,
+        131072,
+        "triton",
+        "2026-11-26-h200-model-kernels",
+        "4096x50257 266.0 vs 414.3 us",
+        plan="target_elems=8192",
+    ),
+    Rule(
+        "sum-of-products",
+        32768,
+        65536,
+        "triton",
+        "2026-11-26-h200-model-kernels",
+        "4096x32000 201.5 vs 225.3 us",
+        plan="xblock=1,chunk=8192,num_warps=32",
+        row_inputs=2,
+    ),
+    Rule(
+        "sum-of-products",
+        4096,
+        8192,
+        "triton",
+        "2026-11-26-h200-model-kernels",
+        "4096x2048 31.8 vs 35.8 us",
+        plan="target_elems=8192",
         row_inputs=5,
     ),
 )
