@@ -351,23 +351,37 @@ def main(argv: list[str]) -> int:
         p.error("give a tilec bench run's results.jsonl, a plan survey (--plans), or both")
     records, plans = read(args.results), read(args.plans)
     args.margin = 0.01 if args.margin is None else args.margin
-    gpus = {r.get("meta", {}).get("gpu") for r in [*records, *plans]} - {None}
-    if len(gpus) != 1:
-        print(f"bench/rules.py: the run must come from one GPU, not {sorted(gpus) or 'none named'}", file=sys.stderr)
+    gpu = one_gpu([*records, *plans])
+    if gpu is None:
         return 2
-    path = Path(args.results or args.plans).resolve()
-    try:
-        run = str(path.parent.relative_to(RESULTS))
-    except ValueError:
-        run = str(path.parent)  # not committed yet: name the run's folder under bench/results/ before committing
+    run = run_name(Path(args.results or args.plans).resolve().parent)
     derived = derive(records, args.margin, plans)
     if not derived:
         print("bench/rules.py: no shape holds compile and a tilec candidate", file=sys.stderr)
         return 2
-    print(f"# {gpus.pop()}: derived by bench/rules.py from {run} (margin {args.margin:g})")
+    print(f"# {gpu}: derived by bench/rules.py from {run} (margin {args.margin:g})")
     for d in derived:
         print(d.source(run))
     return 0
+
+
+def one_gpu(records: list[dict[str, Any]]) -> str | None:
+    """The one GPU the records name (their `meta`), or None (said on stderr) where they name none
+    or several."""
+    gpus = {r.get("meta", {}).get("gpu") for r in records} - {None}
+    if len(gpus) != 1:
+        print(f"bench/rules.py: the run must come from one GPU, not {sorted(gpus) or 'none named'}", file=sys.stderr)
+        return None
+    return str(gpus.pop())
+
+
+def run_name(folder: Path) -> str:
+    """A run's name as rules cite it: its folder relative to bench/results/ (a folder elsewhere,
+    not committed yet, by its path: name it under bench/results/ before committing)."""
+    try:
+        return str(folder.resolve().relative_to(RESULTS))
+    except ValueError:
+        return str(folder.resolve())
 
 
 def models_records(folder: Path) -> list[dict[str, Any]]:
@@ -379,15 +393,10 @@ def _main_models(folder: Path, margin: float) -> int:
     from tilec.passes.chooser import TABLES
 
     records = models_records(folder)
-    gpus = {r.get("meta", {}).get("gpu") for r in records} - {None}
-    if len(gpus) != 1:
-        print(f"bench/rules.py: the run must come from one GPU, not {sorted(gpus) or 'none named'}", file=sys.stderr)
+    gpu = one_gpu(records)
+    if gpu is None:
         return 2
-    try:
-        run = str(folder.resolve().relative_to(RESULTS))
-    except ValueError:
-        run = str(folder.resolve())  # not committed yet: name the run's folder under bench/results/ before committing
-    gpu = gpus.pop()
+    run = run_name(folder)
     base = [r for r in TABLES.get(gpu, ()) if r.run != run]
     derived = derive_models(records, base, margin)
     if not derived:

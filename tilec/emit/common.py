@@ -133,3 +133,21 @@ TRITON_TYPES = {
     "f32": "fp32",
     "f64": "fp64",
 }
+
+
+# Names the emitted module's launcher defines or uses (both emitters'), which no kernel name takes
+LAUNCHER_NAMES = frozenset(
+    {
+        "launch",
+        "launch_args",
+        "args",
+        "grid",
+        "GRID",
+        "KERNEL",
+        "SIGNATURE",
+        "CONSTEXPRS",
+        "DIVISIBLE",
+        "NUM_WARPS",
+        "num_sms",
+    }
+)

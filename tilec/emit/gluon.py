@@ -23,7 +23,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tilec.emit.common import TRITON_TYPES, EmitError, check_source, py_expr, require_planned, single_kernel
+from tilec.emit.common import (
+    LAUNCHER_NAMES,
+    TRITON_TYPES,
+    EmitError,
+    check_source,
+    py_expr,
+    require_planned,
+    single_kernel,
+)
 from tilec.emit.gluon_api import gluon_api
 from tilec.emit.python import HELPERS, PythonEmitter
 from tilec.ir.core import Kernel, Module, Operation, Value
@@ -47,24 +55,7 @@ from tilec.ir.target import DEFAULT
 from tilec.ir.types import MBarrierType, PointerType, SharedBufferType, TensorDescType, TileType
 from tilec.ir.verify import verify
 
-RESERVED = {
-    "launch",
-    "launch_args",
-    "args",
-    "grid",
-    "descriptors",
-    "GRID",
-    "KERNEL",
-    "SIGNATURE",
-    "CONSTEXPRS",
-    "DIVISIBLE",
-    "NUM_WARPS",
-    "MAXNREG",
-    "TensorDescriptor",
-    "fence_async_shared",
-    "num_sms",
-    "descs",
-}
+RESERVED = set(LAUNCHER_NAMES) | {"descriptors", "MAXNREG", "TensorDescriptor", "fence_async_shared", "descs"}
 
 
 @dataclass

@@ -15,25 +15,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tilec.emit.common import TRITON_TYPES, EmitError, check_source, py_expr, require_planned, single_kernel
+from tilec.emit.common import (
+    LAUNCHER_NAMES,
+    TRITON_TYPES,
+    EmitError,
+    check_source,
+    py_expr,
+    require_planned,
+    single_kernel,
+)
 from tilec.emit.python import HELPERS, PythonEmitter
 from tilec.ir.core import Kernel, Module
 from tilec.ir.dtypes import DType
 from tilec.ir.types import PointerType
 
-RESERVED = {
-    "launch",
-    "launch_args",
-    "args",
-    "GRID",
-    "KERNEL",
-    "SIGNATURE",
-    "CONSTEXPRS",
-    "DIVISIBLE",
-    "NUM_WARPS",
-    "num_sms",
-    "grid",
-}
+RESERVED = set(LAUNCHER_NAMES)
 
 
 @dataclass
