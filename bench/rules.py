@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from tilec.inductor.autotune import split
+from tilec.ir.expr import pow2_floor
 
 FAMILIES = {"rmsnorm": ("sum", 1), "layernorm": ("mean-var", 1), "softmax": ("softmax", 1)}
 FAMILIES |= {f"add_{op}": (family, 2) for op, (family, _) in list(FAMILIES.items()) if op != "softmax"}
@@ -258,7 +259,7 @@ def model_kernels(records: list[dict[str, Any]]) -> list[tuple[tuple[str, int, i
             if "compile" not in us or ident in seen:
                 continue
             seen.add(ident)
-            shape = Shape(m, (length or 1) if family != "pointwise" else 1, us, us)
+            shape = Shape(m, length or 1, us, us)  # a pointwise kernel: its elements x 1
             if shape.candidates():
                 row_bytes = SYMBOLIC if n is None and family != "pointwise" else (n or 0) * elem
                 out.append(((family, inputs, elem), row_bytes, shape))
@@ -269,62 +270,49 @@ def _model_figure(shape: Shape, key: str) -> str:
     return f"{shape.m}x{shape.n} {shape.ms[key]:.1f} vs {shape.ms['compile']:.1f} us"
 
 
+def _model_range(family: str, row_bytes: int, others: Sequence[Any]) -> tuple[int, int, bool]:
+    """The rule range (lo, hi, symbolic) a models kernel's row size falls in: every size for
+    pointwise kernels and for rows of symbolic length (a rule of their own), else the power-of-two
+    range holding it, clipped where `others` (the static rules of its group) begin."""
+    if row_bytes == SYMBOLIC:
+        return 0, END, True
+    if family == "pointwise":
+        return 0, END, False
+    lo = pow2_floor(row_bytes)
+    lo, hi = max([lo, *(r.hi for r in others if r.hi <= row_bytes)]), 2 * lo
+    return lo, min([hi, *(r.lo for r in others if r.lo > row_bytes)]), False
+
+
 def derive_models(
     records: list[dict[str, Any]], base: Sequence[Any] = (), margin: float = MODELS_MARGIN
 ) -> list[Derived]:
     """Rules for the kernels of a models run (`model_kernels`) that no rule of `base` (the GPU's
     table from other runs: `tilec.passes.chooser.Rule`s) covers."""
-    from tilec.ir.expr import pow2_floor
-
-    def covered(group: tuple[str, int, int], row_bytes: int) -> list[Any]:
-        """The base rules of the group, for static rows or for rows of symbolic length."""
+    by: dict[tuple[str, int, int], dict[tuple[int, int, bool], list[Shape]]] = defaultdict(lambda: defaultdict(list))
+    # by row size, each size's kernels in the order measured
+    for group, row_bytes, shape in sorted(model_kernels(records), key=lambda k: (k[0], k[1])):
         symbolic = row_bytes == SYMBOLIC
-        return [
-            r
-            for r in base
-            if (r.family, r.row_inputs, r.elem_bytes) == group and getattr(r, "symbolic", False) == symbolic
-        ]
-
-    by: dict[tuple[str, int, int], dict[int, list[Shape]]] = defaultdict(lambda: defaultdict(list))
-    for group, row_bytes, shape in model_kernels(records):
-        others = covered(group, row_bytes)
-        if not (others if row_bytes == SYMBOLIC else any(r.lo <= row_bytes < r.hi for r in others)):
-            by[group][row_bytes].append(shape)
+        same = [r for r in base if (r.family, r.row_inputs, r.elem_bytes, r.symbolic) == (*group, symbolic)]
+        if any(symbolic or r.lo <= row_bytes < r.hi for r in same):
+            continue  # the table's other rules cover it
+        by[group][_model_range(group[0], row_bytes, same)].append(shape)
     rules: list[Derived] = []
-    for group, by_row in sorted(by.items()):
-        others = covered(group, 0)
-        buckets: dict[tuple[int, int], list[Shape]] = defaultdict(list)  # the range each row size falls in
-        symbolic = by_row.pop(SYMBOLIC, None)  # rows of symbolic length: a rule of their own
-        if symbolic:
-            key = chosen(symbolic, margin)
-            action = symbolic[0].candidates()[key] if key else "stock"
-            quoted = [(s, key or s.fastest()) for s in symbolic]
-            if action == "stock":
-                quoted = sorted(quoted, key=lambda sk: sk[0].ms["compile"] / sk[0].ms[sk[1]])[:QUOTED]
-            figures = "; ".join(_model_figure(s, k) for s, k in quoted)
-            rules.append(Derived(group[0], group[1], group[2], 0, END, action, figures, symbolic=True))
-        for row_bytes in sorted(by_row):
-            if group[0] == "pointwise":
-                lo, hi = 0, END
-            else:
-                lo = pow2_floor(row_bytes)
-                lo, hi = max([lo, *(r.hi for r in others if r.hi <= row_bytes)]), 2 * lo
-                hi = min([hi, *(r.lo for r in others if r.lo > row_bytes)])
-            buckets[(lo, hi)] += by_row[row_bytes]
-        ranges: list[tuple[int, int, str, list[tuple[Shape, str]]]] = []
-        for (lo, hi), measured in sorted(buckets.items()):
+    for group, buckets in sorted(by.items()):
+        ranges: list[tuple[int, int, bool, str, list[tuple[Shape, str]]]] = []
+        for (lo, hi, symbolic), measured in sorted(buckets.items()):
             key = chosen(measured, margin)
             action = measured[0].candidates()[key] if key else "stock"
             quoted = [(s, key or s.fastest()) for s in measured]
-            if ranges and ranges[-1][2] == action and ranges[-1][1] == lo:
-                ranges[-1] = (ranges[-1][0], hi, action, ranges[-1][3] + quoted)
+            last = ranges[-1] if ranges else None
+            if last is not None and (last[1], last[2], last[3]) == (lo, symbolic, action):
+                ranges[-1] = (last[0], hi, symbolic, action, last[4] + quoted)
             else:
-                ranges.append((lo, hi, action, quoted))
-        for lo, hi, action, quoted in ranges:
+                ranges.append((lo, hi, symbolic, action, quoted))
+        for lo, hi, symbolic, action, quoted in ranges:
             if action == "stock":  # where stock won by most
                 quoted = sorted(quoted, key=lambda sk: sk[0].ms["compile"] / sk[0].ms[sk[1]])[:QUOTED]
             figures = "; ".join(_model_figure(s, k) for s, k in quoted)
-            rules.append(Derived(group[0], group[1], group[2], lo, hi, action, figures))
+            rules.append(Derived(*group, lo, hi, action, figures, symbolic=symbolic))
     return rules
 
 

@@ -85,7 +85,7 @@ def compile_module(path: str, arch_name: str) -> dict[str, Any]:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.experimental.gluon._runtime import GluonASTSource, GluonJITFunction
 
     arch = int(arch_name.removeprefix("sm_"))
     spec = importlib.util.spec_from_file_location("tilec_aot_module", path)
@@ -95,11 +95,10 @@ def compile_module(path: str, arch_name: str) -> dict[str, Any]:
     spec.loader.exec_module(module)
     names = list(module.SIGNATURE)
     attrs = {(names.index(p),): [["tt.divisibility", 16]] for p in module.DIVISIBLE}
-    gluon = hasattr(module, "MAXNREG")  # the Gluon emitter's module; the Triton emitter's has none
-    kind = GluonASTSource if gluon else ASTSource
+    kind = GluonASTSource if isinstance(module.KERNEL, GluonJITFunction) else ASTSource
     source = kind(module.KERNEL, module.SIGNATURE, constexprs=module.CONSTEXPRS, attrs=attrs)
     options: dict[str, Any] = {"num_warps": module.NUM_WARPS}
-    if gluon and module.MAXNREG is not None:
+    if getattr(module, "MAXNREG", None) is not None:  # the Gluon emitter's register cap
         options["maxnreg"] = module.MAXNREG
     if getattr(module.KERNEL, "debug", None):  # a kernel with asserts compiles them
         options["debug"] = True

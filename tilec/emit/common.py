@@ -1,4 +1,5 @@
-"""What both emitters share: Python names from IR names, literals, source checking."""
+"""What both emitters share: Python names from IR names, literals, source checking, the launcher's
+reserved names and Triton's type strings."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import math
 import re
 
 from tilec.ir.core import Kernel, Module, Value
+from tilec.ir.dtypes import DType
 from tilec.ir.errors import TilecError
 from tilec.ir.expr import BinExpr, CallExpr, IntExpr, Sym
 from tilec.ir.printer import Namer
+from tilec.ir.types import PointerType
 
 
 class EmitError(TilecError):
@@ -151,3 +154,13 @@ LAUNCHER_NAMES = frozenset(
         "num_sms",
     }
 )
+
+
+def signature_type(t: object) -> str | None:
+    """Triton's type string of a pointer or scalar parameter's type, as a module's `SIGNATURE`
+    gives it ("*bf16", "i32"); None for any other (a tensor descriptor: the Gluon emitter's own)."""
+    if isinstance(t, PointerType):
+        return f"*{TRITON_TYPES[t.pointee.name]}"
+    if isinstance(t, DType):
+        return TRITON_TYPES[t.name]
+    return None

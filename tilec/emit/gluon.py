@@ -30,12 +30,12 @@ from tilec.emit.common import (
     check_source,
     py_expr,
     require_planned,
+    signature_type,
     single_kernel,
 )
 from tilec.emit.gluon_api import gluon_api
 from tilec.emit.python import HELPERS, PythonEmitter
 from tilec.ir.core import Kernel, Module, Operation, Value
-from tilec.ir.dtypes import DType
 from tilec.ir.expr import evaluate
 from tilec.ir.layouts import BlockedLayout, Layout, NVMMASharedLayout, SliceLayout, SwizzledSharedLayout
 from tilec.ir.ops import (
@@ -189,10 +189,9 @@ class GluonEmitter(PythonEmitter):
         descs: list[str] = []
         for p in k.params:
             t = p.type
-            if isinstance(t, PointerType):
-                sig.append(f'"{self.n(p)}": "*{TRITON_TYPES[t.pointee.name]}"')
-            elif isinstance(t, DType):
-                sig.append(f'"{self.n(p)}": "{TRITON_TYPES[t.name]}"')
+            scalar_or_pointer = signature_type(t)
+            if scalar_or_pointer is not None:
+                sig.append(f'"{self.n(p)}": "{scalar_or_pointer}"')
             elif isinstance(t, TensorDescType):
                 block = [evaluate(d, k.bound_constexprs()) for d in t.block_shape]
                 layout = self.layout_names[t.layout]

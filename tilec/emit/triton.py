@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 
 from tilec.emit.common import (
     LAUNCHER_NAMES,
-    TRITON_TYPES,
     EmitError,
     check_source,
     py_expr,
     require_planned,
+    signature_type,
     single_kernel,
 )
 from tilec.emit.python import HELPERS, PythonEmitter
@@ -88,13 +88,7 @@ class TritonEmitter(PythonEmitter):
         args = ", ".join(params)
         lead = f"{args}, " if args else ""
         call = ", ".join([*params, *(str(v) for v in k.constexprs.values())])
-        sig = []
-        for p in k.params:
-            t = p.type
-            if isinstance(t, PointerType):
-                sig.append(f'"{self.n(p)}": "*{TRITON_TYPES[t.pointee.name]}"')
-            elif isinstance(t, DType):
-                sig.append(f'"{self.n(p)}": "{TRITON_TYPES[t.name]}"')
+        sig = [f'"{self.n(p)}": "{signature_type(p.type)}"' for p in k.params if signature_type(p.type)]
         sig += [f'"{c}": "constexpr"' for c in k.constexprs]
         divisible = [self.n(p) for p in k.params if isinstance(p.type, PointerType)]
         return "\n".join(

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tilec import config as cfg
+from tilec.inductor.report import SignatureKey
 
 # the IR kernel's name until the wrapper names it (replaced in the emitted source)
 PLACEHOLDER = "tilec_kernel_name_placeholder"
@@ -24,11 +25,6 @@ class Emitted:
     order: list[int]  # run() argument index per parameter of the emitted launch()
     remarks: tuple[str, ...] = ()  # why passes of the pipeline left the kernel (or parts) as it was
     constexprs: dict[str, int] = field(default_factory=dict)  # the planned kernel's (a banded one's RSPLIT)
-
-
-# A kernel's signature as the report records it (`tilec.passes.chooser.Signature`): family, row
-# inputs, element bytes, rows and row length (None where symbolic).
-SignatureKey = tuple[str, int, int, int | None, int | None]
 
 
 @dataclass(frozen=True)
@@ -59,6 +55,10 @@ class KernelBuild:
     signature: SignatureKey | None = None
     timings: tuple[tuple[str, float], ...] = ()
     traced: tuple[int, int] | None = None  # (rows, row length) timed at, where a size is symbolic
+
+    def declined(self, reason: str) -> Declined:
+        """Why stock Inductor keeps the kernel after all, with what was known of it."""
+        return Declined(reason, self.signature, self.timings, self.traced)
 
     @property
     def emitter(self) -> str:

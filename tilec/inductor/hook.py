@@ -75,9 +75,7 @@ def triton_scheduling_class() -> type:
                 self._mix_order, name, stock = None, self._mix_order_name, self._stock_names
                 self._stock_names = None
             if name is None:  # defining tilec's kernel failed (logged): stock's runs, with tilec's band
-                failed = Declined(
-                    f"{INTERNAL_ERROR}: the mix-order kernel's definition", built.signature, built.timings, built.traced
-                )
+                failed = built.declined(f"{INTERNAL_ERROR}: the mix-order kernel's definition")
                 note(stock[0] if stock else "?", failed, device)
             else:
                 note(name, built, device)

@@ -11,7 +11,8 @@ import re
 from typing import Any
 
 from tilec import config as cfg
-from tilec.inductor.build import PLACEHOLDER, Declined, KernelBuild, SignatureKey, build
+from tilec.inductor.build import PLACEHOLDER, Declined, KernelBuild, build
+from tilec.inductor.report import SignatureKey
 from tilec.inductor.wrapper import name_stem
 from tilec.ir.errors import error_line
 from tilec.ir.target import Target, target_for
@@ -58,8 +59,20 @@ def traced_at(lowered: Any, tuned: Any) -> tuple[int, int] | None:
 
     try:
         return banded_sizes(lowered)
-    except Exception:  # a size named otherwise than xnumel / rnumel
+    except KeyError:  # a symbolic size named otherwise than xnumel / rnumel
         return None
+
+
+def _declined(reason: str, key: SignatureKey, lowered: Any, tuned: Any) -> Declined:
+    """A decline after lowering, with what the report records of the kernel and its timings."""
+    return Declined(reason, key, timings(tuned), traced_at(lowered, tuned))
+
+
+def _with_facts(built: KernelBuild, key: SignatureKey, lowered: Any, tuned: Any) -> KernelBuild:
+    """`built` with what the report records of the kernel and the autotuner's timings."""
+    built.signature, built.timings, built.traced = key, timings(tuned), traced_at(lowered, tuned)
+    built.tuning = tuned.describe() if tuned is not None else None
+    return built
 
 
 def decline_reason(device: Any) -> str | None:
@@ -153,7 +166,7 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | Declin
         if isinstance(lowered, Unsupported):
             return Declined(lowered.reason)
         key = signature_key(lowered.kernel)
-        tuning, plan_options, tuned = None, "", None
+        plan_options, tuned = "", None
         if device.type == "cuda":  # the chooser's rules and the autotuner's timings are GPU measurements
             from tilec.inductor import autotune
             from tilec.passes.plan import reads_columns, reduction_numel
@@ -162,7 +175,6 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | Declin
             hopper, forced = emitter == "gluon", (cfg.emitter if cfg.emitter != "auto" else None)
             rows = lowered.is_reduction and not reads_columns(lowered.kernel)
             cands = autotune.candidates(hopper, forced, cfg.decline, rows, target, reduction_numel(lowered.kernel))
-            tuned = None
             # a kernel with symbolic sizes is timed at the sizes its graph was traced with; on a
             # GPU without measured rules of its own, every kernel is timed
             if len(cands) > 1 and autotune.wanted(device, target):
@@ -174,13 +186,11 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | Declin
                 tuned = autotune.tune(scheduling, features, lowered, device, cands, plan_for)
             decided = _decided(tuned, lowered.kernel, hopper, forced, target)
             if isinstance(decided, str):
-                return Declined(decided, key, timings(tuned), traced_at(lowered, tuned))
-            (emitter, plan_options), tuning = decided, tuned.describe() if tuned is not None else None
+                return _declined(decided, key, lowered, tuned)
+            emitter, plan_options = decided
         built = build(lowered, emitter, device.type, plan_options)
         built.stem = name_stem(lowered, list(features.node_schedule))
-        built.tuning, built.signature, built.timings = tuning, key, timings(tuned)
-        built.traced = traced_at(lowered, tuned)
-        return built
+        return _with_facts(built, key, lowered, tuned)
     except Exception as e:
         if cfg.strict:
             raise
@@ -278,10 +288,8 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
             )
         decided = _decided(tuned, lowered.kernel, False, "triton" if cfg.emitter == "triton" else None, target)
         if isinstance(decided, str):
-            return Declined(decided, key, timings(tuned), traced_at(lowered, tuned))
-        built = build(lowered, "triton", device.type, with_band(decided[1]))
-        built.tuning = tuned.describe() if tuned is not None else None
-        built.signature, built.timings, built.traced = key, timings(tuned), traced_at(lowered, tuned)
+            return _declined(decided, key, lowered, tuned)
+        built = _with_facts(build(lowered, "triton", device.type, with_band(decided[1])), key, lowered, tuned)
         # named as stock names it: a persistent reduction (the whole row one block)
         built.stem = re.sub(r"^triton_red_", "triton_per_", name_stem(lowered, list(features.node_schedule)))
         return built

@@ -30,6 +30,11 @@ log = logging.getLogger("tilec")
 __all__ = ["KernelRecord", "flush_summary", "record", "replay", "report", "reset_report"]
 
 
+# A kernel's signature as a record gives it (`tilec.passes.chooser.Signature`): family, row
+# inputs, element bytes, rows and row length (None where symbolic).
+SignatureKey = tuple[str, int, int, int | None, int | None]
+
+
 @dataclass(frozen=True)
 class KernelRecord:
     """One kernel of a graph compiled (or loaded from Inductor's caches) while the hook was on."""
@@ -43,9 +48,8 @@ class KernelRecord:
     graph: int = 0  # which graph of this process (1, 2, ... in the order they were compiled or loaded)
     autotune: str | None = None  # when the autotuner chose the emitter: its timings
     remarks: tuple[str, ...] = ()  # when taken: why passes left the kernel (or parts of it) as they did
-    # what the chooser's rules read of the kernel, where tilec lowered it: (family, row inputs,
-    # element bytes, rows, row length), as `tilec.passes.chooser.Signature` (None: symbolic)
-    signature: tuple[str, int, int, int | None, int | None] | None = None
+    # what the chooser's rules read of the kernel, where tilec lowered it (`SignatureKey`)
+    signature: SignatureKey | None = None
     # the autotuner's timings where it ran, taken or not: (candidate, median device ms), fastest first
     timings: tuple[tuple[str, float], ...] = ()
     # where the kernel's sizes are symbolic and the autotuner timed it: the (rows, row length) of

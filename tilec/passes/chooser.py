@@ -101,21 +101,21 @@ class Signature:
         element size and row inputs where they are not one row of 2-byte elements."""
         if self.family == "pointwise":
             return "pointwise kernels"
-        along = "columns" if self.family.startswith("column") else "rows"
-        size = f"of {self.row_bytes} bytes" if self.n is not None else "of symbolic length"
-        text = f"{self.family} {along} {size}"
         notes = [f"{self.elem_bytes}-byte elements"] if self.elem_bytes != 2 else []
         notes += [f"{self.row_inputs} row inputs"] if self.row_inputs != 1 else []
-        return text + (f" ({', '.join(notes)})" if notes else "")
+        return f"{self.family} {self.extent()}" + (f" ({', '.join(notes)})" if notes else "")
 
     def describe(self) -> str:
         drawing = " drawing random numbers" if self.random else ""
         if self.family == "pointwise":
             return f"pointwise kernels{drawing}"
         inputs = "one row input" if self.row_inputs == 1 else f"{self.row_inputs} row inputs"
+        return f"{self.family} kernels{drawing} with {inputs} of {self.elem_bytes}-byte elements, {self.extent()}"
+
+    def extent(self) -> str:
+        """ "rows of 4096 bytes", "columns of symbolic length": what the reduction runs along."""
         along = "columns" if self.family.startswith("column") else "rows"
-        rows = f"{along} of {self.row_bytes} bytes" if self.n is not None else f"{along} of symbolic length"
-        return f"{self.family} kernels{drawing} with {inputs} of {self.elem_bytes}-byte elements, {rows}"
+        return f"{along} of {self.row_bytes} bytes" if self.n is not None else f"{along} of symbolic length"
 
 
 @dataclass(frozen=True)
