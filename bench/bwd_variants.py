@@ -8,6 +8,9 @@ is the plan's default), or the error of a variant that did not compile.
 
     python bench/bwd_variants.py 16384x8192,8192x4096 ";stages=2;stages=4;xblock=2;bands=264" > variants.jsonl
     python bench/bwd_variants.py 4096x2048 "bands=132;bands=264" add_rmsnorm_bwd,add_rmsnorm_mlp_bwd
+    python bench/bwd_variants.py 4096x16384 ";band-chunks{chunk=0}"    # another pass's options
+
+A variant is the plan's options, or `pass{options}` for another pass of the Triton pipeline.
 
 The third argument names the backward ops (`tilec bench --bwd`'s; default: rmsnorm_bwd,layernorm_bwd).
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -27,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tilec
 from bench import BACKWARD, FUNCTIONS, gradients, make_inputs, model_bytes, parse_shapes
-from tilec.passes.pipelines import with_plan
+from tilec.passes.pipelines import with_options, with_plan
 from tilec.runtime.timing import device_ms
 
 OPS = ("rmsnorm_bwd", "layernorm_bwd")
@@ -73,10 +77,12 @@ def main(argv: list[str]) -> int:
     tilec.install()
 
     def tilec_with(options: str) -> AbstractContextManager[object]:
-        pipes = {
-            **tilec.config.pipelines,
-            "triton": with_plan("triton-default", options) if options else "triton-default",
-        }
+        other = re.fullmatch(r"([a-z-]+)\{(.*)\}", options)
+        if other:
+            triton = with_options("triton-default", other[1], other[2])
+        else:
+            triton = with_plan("triton-default", options) if options else "triton-default"
+        pipes = {**tilec.config.pipelines, "triton": triton}
         return tilec.config.patch(enabled=True, emitter="triton", decline=False, autotune=False, pipelines=pipes)
 
     settings: dict[str, Settings] = {"stock": lambda: tilec.config.patch(enabled=False)}

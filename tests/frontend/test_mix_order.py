@@ -255,7 +255,10 @@ def check_backward(op: str, m: int, n: int, xblock: int, rsplit: int, pipeline: 
         assert_close(vectors.pop(name), ref.float(), torch.bfloat16, what=f"{what} ({name})")
 
 
-PIPELINES = ("canonicalize", "triton-default")
+# `band-chunks{chunk=8,column_elems=0}`: the rows (16-128 elements here) in chunks, as LayerNorm's
+# rows past 8192 are in the Triton pipeline, each chunk with its own column sums
+CHUNKED = "band-chunks{chunk=8,column_elems=0},triton-default"
+PIPELINES = ("canonicalize", "triton-default", "band-chunks{chunk=8,column_elems=0},canonicalize", CHUNKED)
 # the norms, and the residual-fused RMSNorm alone and read by two projections (three and four row
 # inputs: the sum, its gradient and one per reader of the normalized rows)
 BACKWARDS = (*sorted(OPS), "add_rmsnorm", "add_rmsnorm_mlp")
@@ -273,6 +276,8 @@ BACKWARDS = (*sorted(OPS), "add_rmsnorm", "add_rmsnorm_mlp")
 @example(op="rmsnorm", m=64, n=32, xblock=2, rsplit=6, pipeline="canonicalize")  # bands straddle row blocks
 @example(op="layernorm", m=37, n=100, xblock=4, rsplit=8, pipeline="triton-default")  # ragged rows, two sums
 @example(op="add_rmsnorm_mlp", m=40, n=24, xblock=2, rsplit=5, pipeline="triton-default")  # four row inputs
+@example(op="layernorm", m=37, n=100, xblock=2, rsplit=7, pipeline=CHUNKED)  # 13 chunks, the last ragged
+@example(op="add_rmsnorm", m=50, n=24, xblock=1, rsplit=9, pipeline="band-chunks{chunk=8,column_elems=0},canonicalize")
 def test_a_banded_kernel_computes_the_backward(
     op: str, m: int, n: int, xblock: int, rsplit: int, pipeline: str
 ) -> None:
@@ -280,9 +285,10 @@ def test_a_banded_kernel_computes_the_backward(
     check_backward(op, m, n, xblock, rsplit, pipeline)
 
 
+@pytest.mark.parametrize("pipeline", ["triton-default", CHUNKED])
 @pytest.mark.parametrize("op", BACKWARDS)
-def test_the_emitted_banded_kernel_computes_the_backward_under_triton(op: str) -> None:
-    check_backward(op, 48, 24, 2, 10, "triton-default", triton=True)
+def test_the_emitted_banded_kernel_computes_the_backward_under_triton(op: str, pipeline: str) -> None:
+    check_backward(op, 48, 24, 2, 10, pipeline, triton=True)
 
 
 def test_a_symbolic_row_count_is_banded_for_the_rows_given() -> None:
@@ -342,22 +348,48 @@ def test_tilec_fuses_a_norm_backward_where_its_banded_kernel_measured_faster(m: 
         assert banded(capture(gm, inputs, strict=True)) is None  # without tilec's answer: stock's
 
 
-@pytest.mark.parametrize(("op", "n", "spills"), [("layernorm", 8192, False), ("layernorm", 16384, True)])
-def test_a_banded_kernel_holds_its_column_sums_in_registers(op: str, n: int, spills: bool) -> None:
-    """Why LayerNorm's fused backward reaches only about half a copy's bandwidth at rows of 16384
-    (docs/performance.md): its two column sums, dW and dB, are carried across the band in
-    registers, a row of fp32 each, beside the row's x, dy and w; at 16384 elements per row that
-    is more than 255 registers a thread at 8 warps, and ptxas spills to local memory. At rows of
-    8192 nothing spills. (Triton's output compiled for sm_90 without a GPU: `--check`.)"""
+@pytest.mark.parametrize(
+    ("n", "chunked", "stack"),
+    [(8192, False, (0, 0)), (16384, False, (256, 1024)), (16384, True, (0, 64))],
+)
+def test_a_banded_kernel_holds_its_column_sums_in_registers(n: int, chunked: bool, stack: tuple[int, int]) -> None:
+    """Why LayerNorm's fused backward reached only about half a copy's bandwidth at rows of 16384
+    as one tile (docs/performance.md): its two column sums, dW and dB, are carried across the band
+    in registers, a row of fp32 each, beside the row's x, dy and w; at 16384 elements per row that
+    is more than 255 registers a thread at 8 warps, and ptxas spills hundreds of bytes to local
+    memory. In chunks of 8192 (`band-chunks`, the Triton pipeline's default), each chunk with its
+    own column sums and read again for dx, the spill all but goes (a few words); at rows of 8192
+    nothing spills and the pass leaves the row whole. (Triton's output compiled for sm_90 without
+    a GPU: `--check`.)"""
     from tilec.dump import table_fusion
     from tilec.emit.check import check_compile
-    from tilec.emit.triton import TritonModule
-    from tilec.inductor.build import PLACEHOLDER, build
+    from tilec.emit.triton import TritonModule, emit_triton
+    from tilec.inductor.build import PLACEHOLDER
+    from tilec.passes.pipelines import TRITON_DEFAULT
 
-    gm, inputs = backward_graph(4096, n, op)
+    gm, inputs = backward_graph(4096, n, "layernorm")
     k = banded(capture(gm, inputs, strict=True, fuse=table_fusion))
     assert k is not None and len(k.result.column_sums) == 2  # dW and dB
-    built = build(k.result, "triton", "cuda")  # the H100's plan, as the hook builds it
-    report = check_compile(TritonModule(PLACEHOLDER, built.primary.source), "sm_90")
+    module = parse(print_kernel(k.result.kernel))
+    passes = [p if chunked or not p.startswith("band-chunks") else "band-chunks{chunk=0}" for p in TRITON_DEFAULT]
+    run_pipeline(module, ",".join(passes))
+    kernel = module.kernels[0]
+    assert kernel.constexprs["RBLOCK"] == (8192 if chunked else n)
+    report = check_compile(TritonModule(PLACEHOLDER, emit_triton(kernel).source), "sm_90")
     assert report.ok, report.error
-    assert report.num_warps == 8 and (report.spills > 0) == spills, report.summary()
+    low, high = stack
+    assert report.num_warps == 8 and low <= report.stack_bytes <= high, report.summary()
+
+
+def test_rmsnorm_keeps_its_row_whole_at_16384() -> None:
+    """RMSNorm's one column sum of 16384 is no more than the Triton pipeline's `column_elems`:
+    its banded kernel keeps the row one tile (measured as fast or faster there than in chunks),
+    while LayerNorm's two are chunked (`test_a_banded_kernel_holds_its_column_sums_in_registers`)."""
+    from tilec.dump import table_fusion
+
+    gm, inputs = backward_graph(4096, 16384, "rmsnorm")
+    k = banded(capture(gm, inputs, strict=True, fuse=table_fusion))
+    assert k is not None and len(k.result.column_sums) == 1
+    module = parse(print_kernel(k.result.kernel))
+    run_pipeline(module, "triton-default")
+    assert module.kernels[0].constexprs["RBLOCK"] == 16384 and "band_chunks" not in module.kernels[0].attributes

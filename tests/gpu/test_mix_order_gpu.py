@@ -102,6 +102,27 @@ def test_tilec_fuses_where_its_banded_kernel_measured_faster(name: str) -> None:
     check(name, m, n, first, second, want)
 
 
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_a_long_row_is_banded_in_chunks(name: str) -> None:
+    """At rows of 16384 the banded kernel takes its row in chunks of 8192, each with its own
+    column sums (`band-chunks`): where the GPU's table has the norm's backward fused at 4096x16384
+    (the H100's) tilec takes the fused kernel; the gradients equal eager's either way, the same on
+    every run."""
+    from tilec.passes.chooser import mix_order_fusion
+
+    m, n = 4096, 16384
+    fused = mix_order_fusion(torch.cuda.get_device_properties(0).name, m, n, 2) is not None
+    metrics.reset()
+    first, second, want = gradients(name, m, n)
+    assert metrics.codegen_mix_order_reduction == int(fused)
+    check(name, m, n, first, second, want)
+    records = tilec.report()
+    banded = [
+        r for r in records if r.kernel.startswith("triton_per_") and r.signature and r.signature[0] == "mix-order"
+    ]
+    assert len(banded) == int(fused) and all(r.taken for r in banded), [(r.kernel, r.reason) for r in records]
+
+
 def test_the_gluon_emitter_leaves_a_mix_order_reduction_to_stock() -> None:
     metrics.reset()
     with tilec.config.patch(emitter="gluon"):

@@ -3,6 +3,7 @@
 from tilec.passes import (  # noqa: F401  (register the passes)
     accumulate,
     align_rows,
+    band_chunks,
     canonicalize,
     cse,
     dce,

@@ -39,6 +39,12 @@ GLUON_DEFAULT = [
 ]
 
 TRITON_DEFAULT = [
+    # a banded kernel's row past 8192 elements in chunks of 8192, each with its own column sums and
+    # reading its chunk again for dx, where its column sums hold more than 16384 values: as one
+    # tile, LayerNorm's two (dW, dB) beside the whole row spill (its backward at rows of 16384 on
+    # the H100: 61.6-67.5% of a copy in chunks, 52.1-56.1% as one tile); RMSNorm's one column sum
+    # measured as fast or faster as one tile (bench/results/2026-11-26-h100-band-chunks)
+    "band-chunks{chunk=8192,column_elems=16384}",
     # whole rows in one tile where registers allow (the register cache needs it); longer rows loop
     # over chunks of 8192, one row per program, 16 warps: on the H100 that measured 65-88% of a copy
     # where chunks of 2048 over two rows measured 64-65% (bench/results/2026-11-22-triton-long-rows.md);
@@ -94,14 +100,20 @@ def with_plan(pipeline: str, options: str) -> str:
     """`pipeline` (a name or a pipeline string) written out, with `options` ("xblock=1,num_warps=4")
     set on its first `plan` pass, over that pass's own (the chooser's and the autotuner's plan
     variants). The options are checked as any pipeline's are."""
+    return with_options(pipeline, "plan", options)
+
+
+def with_options(pipeline: str, name: str, options: str) -> str:
+    """`pipeline` written out, with `options` set on its first pass `name` (`with_plan` for any
+    pass: "band-chunks", "chunk=0")."""
     from tilec.passes.base import PipelineError
     from tilec.passes.manager import parse_pipeline
 
     passes = parse_pipeline(pipeline)
-    where = next((n for n, p in enumerate(passes) if p.name == "plan"), None)
+    where = next((n for n, p in enumerate(passes) if p.name == name), None)
     if where is None:
-        raise PipelineError(f"pipeline '{pipeline}' has no plan pass to set {options} on")
-    given = parse_pipeline(f"plan{{{options}}}")[0]
+        raise PipelineError(f"pipeline '{pipeline}' has no {name} pass to set {options} on")
+    given = parse_pipeline(f"{name}{{{options}}}")[0]
     keys = [kv.split("=", 1)[0].strip() for kv in options.split(",") if kv.strip()]
     old = passes[where]
     passes[where] = type(old)(**{**old.options(), **{k: getattr(given, k) for k in keys}})

@@ -42,6 +42,7 @@ from tilec.ir.ops import BinaryOp, BroadcastOp, CmpOp, ConvertLayoutOp, ForOp, L
 from tilec.ir.target import DEFAULT
 from tilec.ir.types import MBarrierType, PointerType, SharedBufferType, TensorDescType, TileType
 from tilec.passes.affine import Affine, affine
+from tilec.passes.band_chunks import CHUNKED
 from tilec.passes.base import Pass, register
 from tilec.passes.ranges import trip_count
 from tilec.passes.rewrite import const_value
@@ -403,6 +404,10 @@ def merge_in_registers(kernel: Kernel, group: Group) -> str | None:
     """Keeps the group's first load for the later ones; returns why not when it cannot."""
     if group.loops is not None:
         return "the loads are in different loops: their chunks do not stay in registers"
+    if kernel.attributes.get(CHUNKED):
+        # a banded kernel's row in chunks (`band-chunks`): its column sums take the registers, and
+        # a row chunk kept from the statistics to dx would spill them
+        return "the row of a banded kernel in chunks is read again (band-chunks)"
     for later in group.later:
         replace_uses(kernel.body, later.result, group.first.result)
         later.erase()
