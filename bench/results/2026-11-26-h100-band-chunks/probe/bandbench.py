@@ -1,6 +1,9 @@
+"""LayerNorm's banded backward kernel alone: tilec's one-tile kernel (gen/, written by genbase.py
+before band-chunks existed) against the hand-written chunked forms of chunked.py, on the GPU."""
 import importlib.util, sys, json, os
 import torch, triton
-sys.path.insert(0, ".exp")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 from chunked import gen
 
 def load(path, name):
@@ -10,7 +13,7 @@ def load(path, name):
 out = open(os.environ.get("OUT", "/tmp") + "/bands.jsonl", "a")
 torch.manual_seed(0)
 for m, n in [(4096, 16384), (8192, 16384), (32768, 16384), (4096, 8192), (16384, 8192)]:
-    base = load(f".exp/gen/base_{m}_{n}.py", f"base_{m}_{n}")
+    base = load(f"{HERE}/gen/base_{m}_{n}.py", f"base_{m}_{n}")
     grid = base.GRID(*[None] * 7)
     rs = base.launch_args(*[None] * 7)[1][-1]
     P = grid[0]
