@@ -365,14 +365,13 @@ def test_a_banded_kernel_holds_its_column_sums_in_registers(n: int, chunked: boo
     from tilec.emit.check import check_compile
     from tilec.emit.triton import TritonModule, emit_triton
     from tilec.inductor.build import PLACEHOLDER
-    from tilec.passes.pipelines import TRITON_DEFAULT
+    from tilec.passes.pipelines import with_options
 
     gm, inputs = backward_graph(4096, n, "layernorm")
     k = banded(capture(gm, inputs, strict=True, fuse=table_fusion))
     assert k is not None and len(k.result.column_sums) == 2  # dW and dB
     module = parse(print_kernel(k.result.kernel))
-    passes = [p if chunked or not p.startswith("band-chunks") else "band-chunks{chunk=0}" for p in TRITON_DEFAULT]
-    run_pipeline(module, ",".join(passes))
+    run_pipeline(module, "triton-default" if chunked else with_options("triton-default", "band-chunks", "chunk=0"))
     kernel = module.kernels[0]
     assert kernel.constexprs["RBLOCK"] == (8192 if chunked else n)
     report = check_compile(TritonModule(PLACEHOLDER, emit_triton(kernel).source), "sm_90")

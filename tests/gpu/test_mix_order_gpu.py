@@ -77,21 +77,28 @@ def test_a_mix_order_reduction_is_taken(name: str, shape: tuple[int, int]) -> No
     assert any(r.kernel.startswith("triton_per_") for r in records), [r.kernel for r in records]
 
 
+def fused_by_table(name: str, m: int, n: int) -> tuple[bool, list[tilec.KernelRecord]]:
+    """Runs the op's backward at m x n with tilec: whether the GPU's table has it fused
+    (`chooser.MIX_ORDER_FUSIONS`, as Inductor then did), its gradients checked against eager's;
+    and tilec's records."""
+    from tilec.passes.chooser import mix_order_fusion
+
+    fused = mix_order_fusion(torch.cuda.get_device_properties(0).name, m, n, 2) is not None
+    metrics.reset()
+    first, second, want = gradients(name, m, n)
+    assert metrics.codegen_mix_order_reduction == int(fused)
+    check(name, m, n, first, second, want)
+    return fused, tilec.report()
+
+
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_tilec_fuses_where_its_banded_kernel_measured_faster(name: str) -> None:
     """At 2048x4096 (fewer rows than twice the row length) stock Inductor keeps dx and the weights'
     gradients apart; on a GPU whose table measured the banded kernel faster there (the H100's,
     `chooser.MIX_ORDER_FUSIONS`) tilec has them fused and takes the kernel, and with tilec off (or
     on another GPU) stock's kernels run unfused. The gradients equal eager's either way."""
-    from tilec.passes.chooser import mix_order_fusion
-
     m, n = 2048, 4096
-    fused = mix_order_fusion(torch.cuda.get_device_properties(0).name, m, n, 2) is not None
-    metrics.reset()
-    first, second, want = gradients(name, m, n)
-    assert metrics.codegen_mix_order_reduction == int(fused)
-    check(name, m, n, first, second, want)
-    records = tilec.report()
+    fused, records = fused_by_table(name, m, n)
     assert records and all(r.taken for r in records), [(r.kernel, r.reason) for r in records]
     assert any(r.kernel.startswith("triton_per_") for r in records) or not fused, [r.kernel for r in records]
     torch._dynamo.reset()
@@ -104,23 +111,17 @@ def test_tilec_fuses_where_its_banded_kernel_measured_faster(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_a_long_row_is_banded_in_chunks(name: str) -> None:
-    """At rows of 16384 the banded kernel takes its row in chunks of 8192, each with its own
-    column sums (`band-chunks`): where the GPU's table has the norm's backward fused at 4096x16384
-    (the H100's) tilec takes the fused kernel; the gradients equal eager's either way, the same on
-    every run."""
-    from tilec.passes.chooser import mix_order_fusion
-
-    m, n = 4096, 16384
-    fused = mix_order_fusion(torch.cuda.get_device_properties(0).name, m, n, 2) is not None
-    metrics.reset()
-    first, second, want = gradients(name, m, n)
-    assert metrics.codegen_mix_order_reduction == int(fused)
-    check(name, m, n, first, second, want)
-    records = tilec.report()
-    banded = [
-        r for r in records if r.kernel.startswith("triton_per_") and r.signature and r.signature[0] == "mix-order"
-    ]
+    """At rows of 16384, where the GPU's table has the norm's backward fused at 4096x16384 (the
+    H100's), tilec takes the fused kernel: LayerNorm's, with two column sums, with its row in
+    chunks of 8192, each with its own column sums (`band-chunks`); a kernel with one column sum
+    (RMSNorm, LayerNorm without bias) with its row whole, as the pass's remark says. The gradients
+    equal eager's either way, the same on every run."""
+    fused, records = fused_by_table(name, 4096, 16384)
+    banded = [r for r in records if r.signature and r.signature[0] == "mix-order"]
     assert len(banded) == int(fused) and all(r.taken for r in banded), [(r.kernel, r.reason) for r in records]
+    for r in banded:
+        whole = [m for m in r.remarks if m.startswith("band-chunks: its 1 column sum(s) of 16384")]
+        assert len(whole) == int(FUNCTIONS[name][1] == 1), r.remarks  # one column sum a weight
 
 
 def test_the_gluon_emitter_leaves_a_mix_order_reduction_to_stock() -> None:

@@ -43,49 +43,40 @@ After (RBLOCK = 8192):
 from __future__ import annotations
 
 from tilec.ir.builder import Builder
-from tilec.ir.clone import clone_op
+from tilec.ir.clone import clone_block
 from tilec.ir.core import Kernel, Module, Value, defining_op, replace_uses
-from tilec.ir.expr import Sym
-from tilec.ir.ops import CmpOp, ConstantOp, ForOp, StoreOp, YieldOp
+from tilec.ir.ops import CmpOp, ForOp, StoreOp, YieldOp
 from tilec.ir.ops.common import elem_dtype
 from tilec.ir.ops.control import yielded_values
 from tilec.passes.base import Pass, register
-from tilec.passes.plan import band_loop
-from tilec.passes.rewrite import const_value
+from tilec.passes.plan import band_loop, row_loop_bounds
+from tilec.passes.ranges import trip_count_of
+from tilec.passes.rewrite import inline_block
 
 # the kernel attribute saying its row was chunked (read by `reuse`: keep the column loop's reads)
 CHUNKED = "band_chunks"
 
 
 def _row_trips(loop: ForOp, chunk: int) -> int | None:
-    """How many chunks of `chunk` a loop over the row (0 to a constant, by RBLOCK) runs, else None."""
-    step = defining_op(loop.step)
-    lo, hi = const_value(loop.lower), const_value(loop.upper)
-    if not (isinstance(step, ConstantOp) and step.attr("value") == Sym("RBLOCK")):
+    """How many chunks of `chunk` a loop over the row (from 0, by RBLOCK) runs, else None."""
+    bounds = row_loop_bounds(loop)
+    if bounds is None or bounds[0] != 0 or bounds[1] < 1:
         return None
-    if lo != 0 or not isinstance(hi, int) or isinstance(hi, bool) or hi < 1:
-        return None
-    return -(-hi // chunk)
+    return trip_count_of(0, bounds[1], chunk)
 
 
-def _unroll(b: Builder, loop: ForOp, trips: int, chunk: int, carried: list[list[Value]]) -> list[list[Value]]:
-    """Clones `loop`'s body once per chunk before the loop, the induction variable a constant;
-    `carried[c]` are chunk c's iter args (None: the previous chunk's yields). Returns each chunk's
-    yielded values."""
+def _unroll(loop: ForOp, trips: int, chunk: int, carried: list[list[Value]] | None = None) -> list[list[Value]]:
+    """Copies of `loop`'s body, one per chunk, in front of the loop, the induction variable the
+    chunk's start; chunk c's iter args are `carried[c]`, or (None) the previous chunk's yields.
+    Returns each chunk's yielded values."""
+    index = elem_dtype(loop.induction_var.type)
+    assert index is not None
     out: list[list[Value]] = []
     previous = list(loop.inits)
     for c in range(trips):
-        index = elem_dtype(loop.induction_var.type)
-        assert index is not None
-        offset = b.constant(c * chunk, index, name_hint="roffset")
-        mapping: dict[int, Value] = {id(loop.induction_var): offset}
-        args = carried[c] if carried else previous
-        for arg, value in zip(loop.iter_args, args):
-            mapping[id(arg)] = value
-        for op in loop.body.ops:
-            if not isinstance(op, YieldOp):
-                b.insert(clone_op(op, mapping))
-        previous = [mapping.get(id(v), v) for v in yielded_values(loop.body)]
+        offset = Builder.before(loop).constant(c * chunk, index, name_hint="roffset")
+        args = carried[c] if carried is not None else previous
+        previous = inline_block(loop, clone_block(loop.body, {}), [offset, *args])
         out.append(previous)
     return out
 
@@ -141,12 +132,11 @@ def chunk_band(kernel: Kernel, chunk: int, column_elems: int = 0) -> str | None:
         chunk_args.append([band.body.add_arg(a.type, f"{a.name_hint}_chunk{c}") for a in band.iter_args])
     kernel.constexprs["RBLOCK"] = chunk
     for lp in loops:
-        b = Builder.before(lp)
         if lp is columns:
-            per_chunk = _unroll(b, lp, n, chunk, [[args[j] for j in which] for args in chunk_args])
+            per_chunk = _unroll(lp, n, chunk, [[args[j] for j in which] for args in chunk_args])
             nexts = [[per_chunk[c][which.index(j)] for j in range(s)] for c in range(n)]
         else:
-            finals = _unroll(b, lp, n, chunk, [])[-1]
+            finals = _unroll(lp, n, chunk)[-1]
             for old, new in zip(lp.results, finals):
                 replace_uses(kernel.body, old, new)
         lp.erase()

@@ -47,15 +47,21 @@ from tilec.passes.rewrite import const_value
 from tilec.passes.specialize import bind_constexprs
 
 
+def row_loop_bounds(loop: ForOp) -> tuple[int, int] | None:
+    """A loop over a row's chunks (stepping by RBLOCK): its bounds, if constant; else None."""
+    step = loop.step.op if hasattr(loop.step, "op") else None
+    if isinstance(step, ConstantOp) and step.attr("value") == Sym("RBLOCK"):
+        lo, hi = const_value(loop.lower), const_value(loop.upper)
+        if isinstance(lo, int) and isinstance(hi, int):
+            return lo, hi
+    return None
+
+
 def reduction_numel(kernel: Kernel) -> int | None:
     """The trip range of the loops that step by RBLOCK (the row length), if constant."""
     for op in kernel.walk():
-        if isinstance(op, ForOp):
-            step = op.step.op if hasattr(op.step, "op") else None
-            if isinstance(step, ConstantOp) and step.attr("value") == Sym("RBLOCK"):
-                lo, hi = const_value(op.lower), const_value(op.upper)
-                if isinstance(lo, int) and isinstance(hi, int):
-                    return hi - lo
+        if isinstance(op, ForOp) and (bounds := row_loop_bounds(op)) is not None:
+            return bounds[1] - bounds[0]
     return None
 
 
