@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import torch
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from profiles import examples
 
@@ -225,7 +225,7 @@ def emit_text(kernel: Kernel) -> str:
 def check_backward(op: str, m: int, n: int, xblock: int, rsplit: int, pipeline: str, triton: bool = False) -> None:
     with torch._inductor.config.patch({"triton.mix_order_reduction_non_strict_mode": True}):
         gm, shapes = backward_graph(m, n, op)
-        kernels = capture(gm, shapes, strict=True)
+        kernels = capture(gm, shapes, strict=True, fuse=lambda *_: True)  # square shapes too, as the hook fuses them
     k = banded(kernels)
     assert k is not None, [c.summary() for c in kernels]
     gen = torch.Generator().manual_seed(m * 1000 + n)
@@ -278,10 +278,11 @@ BACKWARDS = (*sorted(OPS), "add_rmsnorm", "add_rmsnorm_mlp")
 @example(op="add_rmsnorm_mlp", m=40, n=24, xblock=2, rsplit=5, pipeline="triton-default")  # four row inputs
 @example(op="layernorm", m=37, n=100, xblock=2, rsplit=7, pipeline=CHUNKED)  # 13 chunks, the last ragged
 @example(op="add_rmsnorm", m=50, n=24, xblock=1, rsplit=9, pipeline="band-chunks{chunk=8,column_elems=0},canonicalize")
+@example(op="layernorm", m=32, n=32, xblock=2, rsplit=5, pipeline="triton-default")  # square: told apart by its reads
+@example(op="add_rmsnorm_mlp", m=24, n=24, xblock=1, rsplit=7, pipeline=CHUNKED)
 def test_a_banded_kernel_computes_the_backward(
     op: str, m: int, n: int, xblock: int, rsplit: int, pipeline: str
 ) -> None:
-    assume(m != n)  # Inductor fuses no square shape (its two reductions' sizes must differ)
     check_backward(op, m, n, xblock, rsplit, pipeline)
 
 
@@ -323,14 +324,23 @@ def test_a_symbolic_row_count_is_banded_for_the_rows_given() -> None:
 
 @pytest.mark.parametrize(
     ("m", "n", "fused"),
-    [(2048, 4096, True), (4096, 8192, True), (1024, 4096, False), (2048, 2048, False), (2048, 1024, False)],
+    [
+        (2048, 4096, True),
+        (4096, 8192, True),
+        (4096, 4096, True),
+        (8192, 8192, True),
+        (1024, 4096, False),
+        (2048, 2048, False),
+        (2048, 1024, False),
+    ],
 )
 def test_tilec_fuses_a_norm_backward_where_its_banded_kernel_measured_faster(m: int, n: int, fused: bool) -> None:
     """Stock fuses a norm's backward only with twice as many rows as the row is long; where the
     GPU's table has a measured range (the H100's: at least 2048 rows of 4096-16384 elements,
-    `chooser.MIX_ORDER_FUSIONS`), tilec's scheduling has it fused anyway. Fewer rows, shorter rows
-    and square shapes (which no mix-order reduction can tell apart from its transpose) stay as
-    stock leaves them; so does every shape without tilec's fusion in place."""
+    `chooser.MIX_ORDER_FUSIONS`), tilec's scheduling has it fused anyway — square shapes too,
+    which stock cannot tell from their transpose by the sizes of the two reductions (tilec tells
+    them apart by which reads its rows contiguously). Fewer rows and shorter rows stay as stock
+    leaves them; so does every shape without tilec's fusion in place."""
     from tilec.dump import table_fusion
     from tilec.frontend import fusion
     from tilec.passes.chooser import mix_order_fusion
@@ -350,7 +360,7 @@ def test_tilec_fuses_a_norm_backward_where_its_banded_kernel_measured_faster(m: 
 
 @pytest.mark.parametrize(
     ("n", "chunked", "stack"),
-    [(8192, False, (0, 0)), (16384, False, (256, 1024)), (16384, True, (0, 64))],
+    [(8192, False, (0, 0)), (16384, False, (256, 1024)), (16384, True, (0, 128))],
 )
 def test_a_banded_kernel_holds_its_column_sums_in_registers(n: int, chunked: bool, stack: tuple[int, int]) -> None:
     """Why LayerNorm's fused backward reached only about half a copy's bandwidth at rows of 16384
@@ -358,7 +368,8 @@ def test_a_banded_kernel_holds_its_column_sums_in_registers(n: int, chunked: boo
     in registers, a row of fp32 each, beside the row's x, dy and w; at 16384 elements per row that
     is more than 255 registers a thread at 8 warps, and ptxas spills hundreds of bytes to local
     memory. In chunks of 8192 (`band-chunks`, the Triton pipeline's default), each chunk with its
-    own column sums and read again for dx, the spill all but goes (a few words); at rows of 8192
+    own column sums and read again for dx, the spill all but goes (28 words; 10 before the band's
+    row mask folded, which made the kernel faster: bench/results/2026-11-26-h100-square-fusion); at rows of 8192
     nothing spills and the pass leaves the row whole. (Triton's output compiled for sm_90 without
     a GPU: `--check`.)"""
     from tilec.dump import table_fusion

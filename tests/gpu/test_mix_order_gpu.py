@@ -92,12 +92,14 @@ def fused_by_table(name: str, m: int, n: int) -> tuple[bool, list[tilec.KernelRe
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
-def test_tilec_fuses_where_its_banded_kernel_measured_faster(name: str) -> None:
-    """At 2048x4096 (fewer rows than twice the row length) stock Inductor keeps dx and the weights'
+@pytest.mark.parametrize("shape", [(2048, 4096), (4096, 4096)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_tilec_fuses_where_its_banded_kernel_measured_faster(name: str, shape: tuple[int, int]) -> None:
+    """At 2048x4096 (fewer rows than twice the row length) and 4096x4096 (square: stock cannot
+    tell its two reductions apart by their sizes) stock Inductor keeps dx and the weights'
     gradients apart; on a GPU whose table measured the banded kernel faster there (the H100's,
     `chooser.MIX_ORDER_FUSIONS`) tilec has them fused and takes the kernel, and with tilec off (or
     on another GPU) stock's kernels run unfused. The gradients equal eager's either way."""
-    m, n = 2048, 4096
+    m, n = shape
     fused, records = fused_by_table(name, m, n)
     assert records and all(r.taken for r in records), [(r.kernel, r.reason) for r in records]
     assert any(r.kernel.startswith("triton_per_") for r in records) or not fused, [r.kernel for r in records]

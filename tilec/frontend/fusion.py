@@ -8,8 +8,10 @@ kernel wins: at least 4096 rows, twice as many rows as the row is long, 5·2^20 
 wins at more shapes (a wide row with fewer rows: 4096x8192, 2048x4096). Where tilec compiles the
 graph (its scheduling is the device's) and the GPU's table has a measured range covering the
 shape (`chooser.MIX_ORDER_FUSIONS`), tilec answers yes for a pair that stock would fuse with those
-checks off; the fused node then reaches the scheduling's `codegen_mix_order_reduction` like any
-other (docs/hook.md). The scheduling decides: the hook's and capture's have a
+checks off — square shapes included, which stock refuses whatever its checks, telling the two
+reductions apart by their sizes alone (tilec tells them apart by their reads: `_square_orders`);
+the fused node then reaches the scheduling's `codegen_mix_order_reduction` like any other
+(docs/hook.md). The scheduling decides: the hook's and capture's have a
 `mix_order_fusion(device, rows, row, elem_bytes)`; any other scheduling (tilec not applied to the
 graph) gets stock's answer.
 
@@ -79,8 +81,8 @@ def _fuses(cls: Any, stock: Any, node1: Any, node2: Any) -> bool:
     from torch._inductor import config as ic
     from torch._inductor.virtualized import V
 
-    if ic.triton.mix_order_reduction_non_strict_mode or not (node1.is_reduction() and node2.is_reduction()):
-        return False  # stock's answer is final (the checks are off already), or no pair of reductions
+    if not (node1.is_reduction() and node2.is_reduction()):
+        return False
     device = node1.get_device()
     if device is None or device.type != "cuda":
         return False
@@ -88,7 +90,7 @@ def _fuses(cls: Any, stock: Any, node1: Any, node2: Any) -> bool:
     decide = getattr(getattr(backend, "_triton_scheduling", backend), "mix_order_fusion", None)
     if decide is None:
         return False
-    with ic.patch({"triton.mix_order_reduction_non_strict_mode": True}):
+    with ic.patch({"triton.mix_order_reduction_non_strict_mode": True}), _square_orders(cls):
         if not stock(node1, node2):
             return False
     contiguous = node1 if cls.is_contiguous_node(node1) else node2
@@ -100,3 +102,33 @@ def _fuses(cls: Any, stock: Any, node1: Any, node2: Any) -> bool:
     if len(sizes) != 1:
         return False
     return bool(decide(device, int(nrow), int(ncol), sizes.pop()))
+
+
+@contextlib.contextmanager
+def _square_orders(cls: Any) -> Iterator[None]:
+    """Stock's `has_mix_reduction_orders`, which tells the row reduction from the column reduction
+    by their sizes alone ((M, N) against (N, M)) and so refuses every square shape, with a square
+    pair told apart by how each reads its rows: the row reduction reads them contiguously (its
+    reduction variable has stride 1 or 0 in every load: `is_contiguous_node`, which is how
+    `FusedMixOrderReductions` orders the two), the column reduction does not."""
+    stock_orders = cls.__dict__.get("has_mix_reduction_orders")
+    if stock_orders is None:
+        yield
+        return
+
+    def orders(c: Any, node1: Any, node2: Any) -> bool:
+        if stock_orders.__get__(None, c)(node1, node2):
+            return True
+        g1, g2 = c.get_numel_rnumel(node1), c.get_numel_rnumel(node2)
+        return (
+            len(g1) == 2
+            and tuple(g1) == tuple(g2)
+            and g1[0] == g1[1]
+            and c.is_contiguous_node(node1) != c.is_contiguous_node(node2)
+        )
+
+    cls.has_mix_reduction_orders = classmethod(orders)
+    try:
+        yield
+    finally:
+        cls.has_mix_reduction_orders = stock_orders

@@ -15,9 +15,11 @@ of a row of N in N / chunk tiles). After the band loop each chunk's sums are sto
 columns of the workspace. The column loop reads its chunk of the row again: only the column sums
 stay in registers across the band, one chunk of the row at a time beside them (`reuse` keeps
 those reads, `band_chunks` in the kernel's attributes: merged into the statistics' reads they
-would keep the whole row live again). LayerNorm at 4096x16384 on the H100: its kernel at 89% of a
-copy in chunks of 8192 against 57% as one tile, the whole backward 61.6 against 52.1
-(bench/results/2026-11-26-h100-band-chunks). RMSNorm's one column sum of 16384 is no more than the
+would keep the whole row live again), and the loads in the band have no cache hints (Inductor's
+evict_last on the first read and evict_first on the second cost the H100 14% of this kernel's
+time: bench/results/2026-11-26-h100-square-fusion). LayerNorm at 4096x16384 on the H100: the whole
+backward 74.6% of a copy in chunks of 8192 against 52.1 as one tile
+(bench/results/2026-11-26-h100-band-chunks, -square-fusion). RMSNorm's one column sum of 16384 is no more than the
 Triton pipeline's `column_elems=16384`: there the whole row measured as fast or faster (the
 residual-fused RMSNorm read by two projections 87.4 as one tile against 76.3 in chunks).
 
@@ -45,7 +47,7 @@ from __future__ import annotations
 from tilec.ir.builder import Builder
 from tilec.ir.clone import clone_block
 from tilec.ir.core import Kernel, Module, Value, defining_op, replace_uses
-from tilec.ir.ops import CmpOp, ForOp, StoreOp, YieldOp
+from tilec.ir.ops import CmpOp, ForOp, LoadOp, StoreOp, YieldOp
 from tilec.ir.ops.common import elem_dtype
 from tilec.ir.ops.control import yielded_values
 from tilec.passes.base import Pass, register
@@ -177,6 +179,9 @@ def chunk_band(kernel: Kernel, chunk: int, column_elems: int = 0) -> str | None:
             mask = b.op("tile.cmp", col, length, type=cmp.result.type, predicate="lt", name_hint="chunk_mask")
             offs = b.op("tile.add", st.offsets, shift, type=st.offsets.type, name_hint="chunk_offsets")
             b.create("tile.store", st.ptr, offs, wider.results[c * s + j], mask)
+    for op in wider.body.ops:  # no cache hints: the row is read again from L2 without them
+        if isinstance(op, LoadOp):
+            op.attributes.pop("eviction", None)
     kernel.attributes[CHUNKED] = n
     return None
 

@@ -3,8 +3,9 @@
 - constants fold (integers wrap at their width; f32/f64 round; half precision is left alone);
 - identities go: x + 0, x - 0, x * 1, x / 1; casts, broadcasts and layout conversions to the
   same type; integer x % c and x // c when x's range makes them trivial;
-- comparisons decided by integer ranges become constants, and masks that are all true leave
-  loads, stores and reductions;
+- comparisons decided by integer ranges become constants, as does `i + k < upper` for a loop's
+  induction variable `i` below its upper bound and `k <= 0` (a band loop's row mask with one row a
+  step); masks that are all true leave loads, stores and reductions;
 - loops with zero or one iteration and conditionals on constants are inlined.
 
 Before:
@@ -113,6 +114,9 @@ def _int_by_range(op: Operation, rw: Rewriter, ranges: RangeAnalysis) -> bool:
     """x % c → x and x // c → 0 when 0 <= x < c; comparisons decided by ranges."""
     assert isinstance(op, ElementwiseOp)
     if isinstance(op, CmpOp):
+        if op.attr("predicate") == "lt" and ranges.below(op.lhs, op.rhs):
+            rw.replace(op, [make_const(rw.before(op), 1, op.result, i1)])
+            return True
         a, b = ranges(op.lhs), ranges(op.rhs)
         if a is None or b is None:
             return False

@@ -1362,7 +1362,10 @@ class MixOrderFusion:
 # (fewer rows, shorter rows) lost for LayerNorm (bench/fusion_probe.py, unfused.jsonl there). The
 # H200: faster at the 20 op-shapes of rows of 4096-8192 (1.20-1.81x); at rows of 16384 LayerNorm
 # lost (4096x16384 43.1 vs 45.5) and the residual-fused RMSNorm tied, so they stay as stock
-# fuses them. A GPU without an entry fuses what stock fuses.
+# fuses them. Square shapes, which stock never fuses (tilec.frontend.fusion), measured faster fused
+# on both: the H100 at 4096x4096 to 16384x16384 (1.24-2.04x, bench/results/2026-11-26-h100-square-fusion),
+# the H200 at 4096x4096 and 8192x8192 (1.30-2.12x, ../2026-11-26-h200-square-fusion). A GPU without
+# an entry fuses what stock fuses.
 MIX_ORDER_FUSIONS: dict[str, MixOrderFusion] = {
     H100.name: MixOrderFusion(
         2048,

@@ -77,6 +77,30 @@ class RangeAnalysis:
             return _binary(op.name, a, b)
         return None
 
+    def below(self, v: Value, bound: Value) -> bool:
+        """Whether every element of `v` is less than `bound`, from how `v` is made: a loop's
+        induction variable is below the loop's upper bound, and adding what is at most 0 keeps it
+        there (a band of one row: `xoffset + arange(0, 1) < band_end` in a loop over
+        `[band_start, band_end)`), whatever the bound's value."""
+        v = _through_shape(v)
+        if isinstance(v, BlockArg):
+            loop = v.block.parent_op
+            step = const_value(loop.step) if isinstance(loop, ForOp) else None
+            return (
+                isinstance(loop, ForOp)
+                and v.index == 0
+                and _through_shape(loop.upper) is _through_shape(bound)
+                and isinstance(step, int)
+                and step > 0
+            )
+        op = defining_op(v)
+        if isinstance(op, BinaryOp) and op.name == "tile.add":
+            for x, k in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+                r = self(k)
+                if r is not None and r[1] <= 0 and self.below(x, bound):
+                    return True
+        return False
+
     def induction(self, loop: ForOp) -> Range | None:
         lo, hi, step = self(loop.lower), self(loop.upper), const_value(loop.step)
         if lo is None or hi is None or not isinstance(step, int) or step <= 0:
@@ -85,6 +109,15 @@ class RangeAnalysis:
             n = trip_count_of(lo[0], hi[0], step)
             return (lo[0], lo[0] + (n - 1) * step) if n > 0 else None
         return (lo[0], hi[1] - 1)
+
+
+def _through_shape(v: Value) -> Value:
+    """`v` before broadcasts, added axes, layout conversions and reshapes (the same values)."""
+    op = defining_op(v)
+    while isinstance(op, (BroadcastOp, ExpandDimsOp, ConvertLayoutOp, ReshapeOp)):
+        v = op.src
+        op = defining_op(v)
+    return v
 
 
 def trip_count_of(lower: int, upper: int, step: int) -> int:
