@@ -77,6 +77,32 @@ def test_a_mix_order_reduction_is_taken(name: str, shape: tuple[int, int]) -> No
     assert any(r.kernel.startswith("triton_per_") for r in records), [r.kernel for r in records]
 
 
+@pytest.mark.parametrize("name", ["rmsnorm", "layernorm"])
+def test_the_workspace_rows_are_summed_in_one_launch(name: str) -> None:
+    """Where tilec takes a mix-order kernel, the wrapper's sums of its workspace's rows (one ATen
+    sum per column sum, as stock writes them) are one launch of tilec's `workspace_sums` kernel,
+    each weight's gradient a slice of what it writes; the gradients equal eager's, the same on
+    every run."""
+    from torch._inductor.utils import run_and_get_code
+
+    m, n = 4096, 2048
+    fn, weights = FUNCTIONS[name]
+    torch.manual_seed(0)
+    x = torch.randn(m, n, device="cuda", dtype=bf16, requires_grad=True)
+    ws = [torch.randn(n, device="cuda", dtype=bf16, requires_grad=True) for _ in range(weights)]
+    dy = torch.randn(m, n, device="cuda", dtype=bf16)
+    compiled = torch.compile(fn, dynamic=False)
+    out = compiled(x, *ws)
+    first, codes = run_and_get_code(lambda: torch.autograd.grad(out, (x, *ws), dy, retain_graph=True))
+    code = "\n".join(codes)
+    launches = [line for line in code.splitlines() if "tilec_workspace_sums_" in line and ".run(" in line]
+    assert len(launches) == 1 and ".sum(dim=0)" not in code, code
+    second = torch.autograd.grad(out, (x, *ws), dy)
+    leaves = [t.detach().double().requires_grad_() for t in (x, *ws)]
+    want = torch.autograd.grad(fn(*leaves), leaves, dy.double())
+    check(name, m, n, list(first), list(second), list(want))
+
+
 def fused_by_table(name: str, m: int, n: int) -> tuple[bool, list[tilec.KernelRecord]]:
     """Runs the op's backward at m x n with tilec: whether the GPU's table has it fused
     (`chooser.MIX_ORDER_FUSIONS`, as Inductor then did), its gradients checked against eager's;

@@ -7,6 +7,7 @@ The Gluon source it embeds compiles to a cubin for sm_90 (no GPU needed)."""
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -171,3 +172,53 @@ def test_the_embedded_gluon_source_compiles_for_sm90(codegen: Callable[..., str]
     ((name, source, _, _),) = definitions(code).values()
     report = check_compile(GluonModule(name, source), "sm_90")
     assert report.ok, report.error
+
+
+def test_a_mix_order_kernels_workspace_rows_are_summed_in_one_launch(codegen: Callable[..., str]) -> None:
+    """LayerNorm's backward at 4096x2048, a mix-order reduction Inductor fuses: with tilec's banded
+    kernel taken, the wrapper's two ATen sums of the workspace's rows (dW's and dB's, as stock
+    writes them) become one launch of tilec's `workspace_sums` kernel, allocated before it, each
+    weight's gradient a slice of its output, the output's name released after."""
+    sys.path.insert(0, str(ROOT / "tests" / "frontend"))
+    from test_mix_order import backward_graph
+
+    gm, inputs = backward_graph(4096, 2048, "layernorm")
+    with tilec.config.patch(emitter="triton"):
+        code = codegen(gm, *inputs)
+    banded = [r for r in tilec.report() if r.signature and r.signature[0] == "mix-order"]
+    assert len(banded) == 1 and banded[0].taken, tilec.report()
+    assert ".sum(dim=0)" not in code, code
+    (name,) = [n for n in definitions(code) if n.startswith("tilec_workspace_sums_")]
+    (_, source, kind, kw) = definitions(code)[name]
+    assert kind == "triton" and f"def {name}(" in source and kw["order"] == [0, 1, 2, 3, 4]
+    lines = [line.strip() for line in code.splitlines()]
+    alloc = next(
+        i for i, line in enumerate(lines) if line.startswith("workspace_0_sums = empty_strided_cuda((2 * (2048),)")
+    )
+    call = next(i for i, line in enumerate(lines) if line.startswith(f"{name}.run(workspace_0, workspace_0_sums, "))
+    assert alloc < call, lines[alloc : call + 1]
+    # the workspace's rows (one per program of the band), the columns, the column sums; Inductor's stream
+    assert re.fullmatch(rf"{name}\.run\(workspace_0, workspace_0_sums, \d+, 2048, 2, stream=\w+\)", lines[call]), lines[
+        call
+    ]
+    slices = [line for line in lines[call + 1 : call + 4] if "= workspace_0_sums[" in line]
+    assert [s.split(" = ")[1].split("]")[0] for s in slices] == [
+        "workspace_0_sums[0 * (2048) : 1 * (2048)",
+        "workspace_0_sums[1 * (2048) : 2 * (2048)",
+    ], slices
+    assert lines[call + 3] == "del workspace_0_sums"
+
+
+def test_rmsnorms_weight_gradient_is_written_as_its_buffer_dtype(codegen: Callable[..., str]) -> None:
+    """RMSNorm's backward at 4096x2048: one column sum, which the wrapper converts to the weight's
+    bf16 (`.to(torch.bfloat16)`, a launch of its own): tilec's `workspace_sums` writes bf16."""
+    sys.path.insert(0, str(ROOT / "tests" / "frontend"))
+    from test_mix_order import backward_graph
+
+    gm, inputs = backward_graph(4096, 2048, "rmsnorm")
+    with tilec.config.patch(emitter="triton"):
+        code = codegen(gm, *inputs)
+    assert ".sum(dim=0)" not in code and ".to(torch.bfloat16)" not in code, code
+    (name,) = [n for n in definitions(code) if n.startswith("tilec_workspace_sums_")]
+    assert '"out": "*bf16"' in definitions(code)[name][1]
+    assert "workspace_0_sums = empty_strided_cuda((1 * (2048),), (1,), torch.bfloat16)" in code

@@ -20,7 +20,7 @@ from tilec import config as cfg
 from tilec.inductor.build import Declined, KernelBuild
 from tilec.inductor.cpu import CpuFallbackError, triton_cpu_driver
 from tilec.inductor.policy import INTERNAL_ERROR, attempt, attempt_mix_order, fuses_mix_order
-from tilec.inductor.wrapper import commit, current_device, define_mix_order, free_buffers, note
+from tilec.inductor.wrapper import WorkspaceSums, commit, current_device, define_mix_order, free_buffers, note
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +59,9 @@ def triton_scheduling_class() -> type:
         def codegen_mix_order_reduction(self, node: Any) -> Any:
             """Inductor's fused norm backward (not through codegen_node_schedule). Decided first,
             on copies of its nodes (`attempt_mix_order`); taken, stock code generation runs with
-            tilec's band (the split size, so the wrapper's workspace and sums match it) and
-            `define_kernel` defines tilec's kernel in place of stock's."""
+            tilec's band (the split size, so the wrapper's workspace and sums match it),
+            `define_kernel` defines tilec's kernel in place of stock's, and the wrapper's sums of
+            the workspace's rows become one launch (`WorkspaceSums`)."""
             from torch._inductor import config as ic
 
             device = current_device()
@@ -69,7 +70,10 @@ def triton_scheduling_class() -> type:
                 return self._stock(lambda: super(TilecTritonScheduling, self).codegen_mix_order_reduction(node), built)
             self._mix_order, self._mix_order_name, self._stock_names = built, None, []
             try:
-                with ic.patch({"triton.mix_order_reduction_split_size": built.primary.constexprs["RSPLIT"]}):
+                with (
+                    ic.patch({"triton.mix_order_reduction_split_size": built.primary.constexprs["RSPLIT"]}),
+                    WorkspaceSums(len(built.lowered.column_sums), device.type),
+                ):
                     result = super().codegen_mix_order_reduction(node)
             finally:
                 self._mix_order, name, stock = None, self._mix_order_name, self._stock_names

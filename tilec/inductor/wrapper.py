@@ -213,3 +213,139 @@ def current_device() -> Any:
     from torch._inductor.virtualized import V
 
     return V.graph.get_current_device_or_throw()
+
+
+# One column sum's rows of a mix-order kernel's workspace added up, as Inductor's
+# `_codegen_mix_order_reduction` writes it in the wrapper: `buf3 = workspace_0[0 * (131) * (8192) :
+# (0 + 1) * (131) * (8192)].view(131, 8192).sum(dim=0)` (torch 2.13; 2.11 writes the slice's sizes
+# without parentheses), then a `.view([...])` and a `.to(dtype)` where the buffer needs them.
+_WORKSPACE_SUM = re.compile(
+    r"^(?P<buf>\w+) = (?P<ws>\w+)\[(?P<idx>\d+) \* (?P<slice>.+)\]\.view\((?P<rows>.+), (?P<cols>[^,]+)\)"
+    r"\.sum\(dim=0\)(?P<rest>.*)$"
+)
+
+
+def _workspace_sum(line: Any) -> re.Match[str] | None:
+    """The line's parts where it is one column sum's rows added up (`_WORKSPACE_SUM`), its slice
+    the rows of that column sum."""
+    match = _WORKSPACE_SUM.match(line) if isinstance(line, str) else None
+    if match is None:
+        return None
+    idx, rows, cols = match["idx"], match["rows"], match["cols"]
+    slices = (
+        f"({rows}) * ({cols}) : ({idx} + 1) * ({rows}) * ({cols})",
+        f"{rows} * {cols} : ({idx} + 1) * {rows} * {cols}",
+    )
+    return match if match["slice"] in slices else None
+
+
+# what may follow a workspace sum: a view to the buffer's shape, then a conversion to its dtype
+_SUM_REST = re.compile(r"^(?P<view>(\.view\(\[[^\]]*\]\))?)(\.to\(torch\.(?P<dtype>bfloat16|float16)\))?$")
+_TORCH_TO_IR = {None: "f32", "bfloat16": "bf16", "float16": "f16"}
+_IR_TO_TORCH = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
+
+_sums_builds: dict[str, KernelBuild] = {}
+
+
+def _workspace_sums_build(device: str, out: str = "f32") -> KernelBuild:
+    """`tilec.frontend.workspace`'s kernel writing `out`, through its pipeline and the Triton
+    emitter (once a process)."""
+    from dataclasses import replace
+
+    if out not in _sums_builds:
+        from tilec.emit.triton import emit_triton
+        from tilec.frontend.workspace import NUM_WARPS, workspace_sums
+        from tilec.inductor.build import PLACEHOLDER, Emitted
+        from tilec.ir import parse
+        from tilec.passes import run_pipeline
+
+        pipeline = f"plan{{num_warps={NUM_WARPS}}},canonicalize,cse,dce"
+        module = parse(workspace_sums(PLACEHOLDER, out), "<tilec.workspace>")
+        run_pipeline(module, pipeline)
+        (kernel,) = module.kernels
+        source = emit_triton(kernel).source
+        _sums_builds[out] = KernelBuild(None, Emitted("triton", pipeline, source, [0, 1, 2, 3, 4]), device=device)
+    return replace(_sums_builds[out], device=device)
+
+
+class WorkspaceSums:
+    """While stock writes the wrapper code around a mix-order kernel tilec took, its sums of the
+    workspace's rows — one ATen sum over the non-contiguous axis per column sum — become one
+    launch of `tilec.frontend.workspace`'s kernel, each column sum's buffer a slice of what it
+    writes (in the buffers' dtype where the wrapper converts every sum to one). Any other line
+    passes through; sums written other than as expected stay stock's."""
+
+    def __init__(self, sums: int, device: str) -> None:
+        self.sums = sums
+        self.device = device
+        self.held: list[tuple[str, re.Match[str]]] = []
+        self.wrapper: Any = None
+
+    def __enter__(self) -> WorkspaceSums:
+        from torch._inductor.virtualized import V
+
+        self.wrapper = V.graph.wrapper_code
+        self.wrapper.writeline = self.writeline
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.flush()
+        del self.wrapper.writeline  # the class's again
+
+    def original(self, line: Any) -> None:
+        type(self.wrapper).writeline(self.wrapper, line)
+
+    def flush(self) -> None:
+        held, self.held = self.held, []
+        for line, _ in held:
+            self.original(line)
+
+    def writeline(self, line: Any) -> None:
+        match = _workspace_sum(line)
+        if match is None:
+            self.flush()
+            self.original(line)
+            return
+        first = self.held[0][1] if self.held else match
+        if int(match["idx"]) != len(self.held) or (match["ws"], match["rows"], match["cols"]) != (
+            first["ws"],
+            first["rows"],
+            first["cols"],
+        ):
+            self.flush()
+            self.original(line)
+            return
+        self.held.append((line, match))
+        if len(self.held) == self.sums:
+            held, self.held = self.held, []
+            self.launch([m for _, m in held])
+
+    def launch(self, sums: list[re.Match[str]]) -> None:
+        import torch
+
+        wrapper, first = self.wrapper, sums[0]
+        # every sum converted to one dtype: the kernel writes it (no conversion launched after)
+        rests = [_SUM_REST.match(m["rest"]) for m in sums]
+        dtypes = {r["dtype"] for r in rests if r is not None}
+        out_dtype = _TORCH_TO_IR[dtypes.pop()] if all(rests) and len(dtypes) == 1 else "f32"
+        tails = [r["view"] if out_dtype != "f32" and r is not None else m["rest"] for m, r in zip(sums, rests)]
+        built = _workspace_sums_build(self.device, out_dtype)
+        key = "\0".join(["tilec", built.primary.source])
+        name = wrapper.src_to_kernel.get(key)
+        if name is None:
+            name = f"tilec_workspace_sums_{wrapper.next_kernel_suffix()}"
+            wrapper.src_to_kernel[key] = name
+            wrapper.define_kernel(name, definition(name, built), "# the sums of a mix-order kernel's workspace rows")
+        ws, rows, cols = first["ws"], first["rows"], first["cols"]
+        out = f"{ws}_sums"
+        torch_dtype = _IR_TO_TORCH[out_dtype]
+        self.original(f"{out} = empty_strided_{self.device}(({len(sums)} * ({cols}),), (1,), torch.{torch_dtype})")
+        wrapper.generate_kernel_call(
+            name,
+            [ws, out, rows, cols, str(len(sums))],
+            triton=True,
+            arg_types=[torch.float32, getattr(torch, torch_dtype), int, int, int],
+        )
+        for j, (m, tail) in enumerate(zip(sums, tails)):
+            self.original(f"{m['buf']} = {out}[{j} * ({cols}) : {j + 1} * ({cols})]{tail}")
+        self.original(f"del {out}")
