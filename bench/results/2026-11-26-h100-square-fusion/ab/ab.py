@@ -1,7 +1,8 @@
 """A/B: the emitted chunked LayerNorm banded kernel vs the hand-written probe form, alone."""
 import importlib.util, sys, json, os, re
 import torch, triton
-HERE = os.path.dirname(os.path.abspath(__file__)); sys.path.insert(0, HERE)
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "2026-11-26-h100-band-chunks", "probe"))  # chunked.py
 from chunked import gen
 def load_text(text, name):
     path = f"/tmp/{name}.py"; open(path, "w").write(text)
