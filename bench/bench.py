@@ -886,6 +886,11 @@ def parser() -> argparse.ArgumentParser:
         "what the bench itself measures between two identical sides",
     )
     p.add_argument(
+        "--stock-first",
+        action="store_true",
+        help="with --models on a GPU: compile and warm up the stock side first (default: tilec's first)",
+    )
+    p.add_argument(
         "--dropout",
         type=float,
         default=0.0,
@@ -963,6 +968,7 @@ def _models(args: argparse.Namespace) -> int:
             args.dropout,
             args.dynamic,
             args.control,
+            args.stock_first,
         )
     )
 
