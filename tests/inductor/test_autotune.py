@@ -271,3 +271,14 @@ def test_every_rank_takes_rank_0s_choice(tmp_path: Path) -> None:
     for r in range(1, world):
         assert results[r] == ["triton{xblock=1} {'stock': 1.0} True", "None", "triton{xblock=1} {'stock': 1.0} True"]
     assert autotune.agree(autotune.Tuned("gluon")) == autotune.Tuned("gluon")  # no process group: unchanged
+
+
+def test_tilecs_banded_kernel_is_timed_with_its_own_workspace_sums() -> None:
+    """tilec's side of a mix-order reduction is timed with the sums the wrapper runs after it
+    where tilec takes it — one launch of its `workspace_sums` kernel — and those sums are right
+    (here in Triton's interpreter)."""
+    ws, sums = autotune._tilec_workspace_sums(2, 5, 70, torch.device("cpu"))
+    ws.copy_(torch.randn(ws.numel(), generator=torch.Generator().manual_seed(0)))
+    stock_ws, stock_sums = autotune._workspace_sums(2, 5, 70, torch.device("cpu"))
+    stock_ws.copy_(ws)
+    torch.testing.assert_close(sums(), torch.cat(stock_sums()))

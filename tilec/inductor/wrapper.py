@@ -268,6 +268,16 @@ def _workspace_sums_build(device: str, out: str = "f32") -> KernelBuild:
     return replace(_sums_builds[out], device=device)
 
 
+def workspace_sums_module(device: str, out: str = "f32") -> Any:
+    """The workspace sums' kernel loaded as a module (`launch(ws, out, rows, cols, sums)`), as the
+    autotuner times it."""
+    from tilec.inductor.build import PLACEHOLDER
+    from tilec.runtime import load_source
+
+    source = _workspace_sums_build(device, out).primary.source
+    return load_source(source.replace(PLACEHOLDER, "tilec_workspace_sums"), interpret=device == "cpu")
+
+
 class WorkspaceSums:
     """While stock writes the wrapper code around a mix-order kernel tilec took, its sums of the
     workspace's rows — one ATen sum over the non-contiguous axis per column sum — become one
