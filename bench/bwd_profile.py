@@ -42,7 +42,6 @@ def kernel_us(call: Callable[[], Any], reps: int = 10) -> dict[str, float]:
             call()
         torch.cuda.synchronize()
     per_call: dict[str, list[float]] = defaultdict(list)
-    calls = -1
     sums: dict[str, float] = {}
     for event in sorted(prof.events(), key=lambda e: e.time_range.start):
         if event.device_type != torch.autograd.DeviceType.CUDA:
@@ -50,7 +49,7 @@ def kernel_us(call: Callable[[], Any], reps: int = 10) -> dict[str, float]:
         if FLUSH in event.name:
             for name, us in sums.items():
                 per_call[name].append(us)
-            sums, calls = {}, calls + 1
+            sums = {}
             continue
         sums[event.name] = sums.get(event.name, 0.0) + event.time_range.elapsed_us()
     for name, us in sums.items():

@@ -16,13 +16,11 @@ from profiles import examples
 
 from tilec import interp
 from tilec.emit.triton import emit_triton
-from tilec.frontend.workspace import OUT_DTYPES, RBLOCK, XBLOCK, workspace_sums
+from tilec.frontend.workspace import OUT_DTYPES, PIPELINE, RBLOCK, XBLOCK, workspace_sums
 from tilec.interp.dtypes import TORCH_DTYPES
 from tilec.ir import parse, print_kernel
 from tilec.passes import run_pipeline
 from tilec.runtime import load_source
-
-PIPELINE = "plan{num_warps=4},canonicalize,cse,dce"  # the hook's (tilec.inductor.wrapper)
 
 
 def planned(out: str = "f32") -> Any:

@@ -26,7 +26,12 @@ from __future__ import annotations
 XBLOCK = 64
 RBLOCK = 32
 NUM_WARPS = 4
+# what makes the kernel launchable: its layouts over NUM_WARPS warps, then the usual clean-up
+PIPELINE = f"plan{{num_warps={NUM_WARPS}}},canonicalize,cse,dce"
 
+
+# the kernel's parameters, in the order the hook passes them
+PARAMS = ["ws", "out", "rows", "cols", "sums"]
 
 # the element types the sums may be written in (a buffer the wrapper would convert them to)
 OUT_DTYPES = ("f32", "bf16", "f16")

@@ -73,7 +73,7 @@ class KernelBuild:
         return self.primary.remarks
 
 
-def _pipeline(text: str, pipeline: str) -> tuple[Any, tuple[str, ...]]:
+def through_pipeline(text: str, pipeline: str) -> tuple[Any, tuple[str, ...]]:
     """The kernel after the pipeline, and the passes' remarks (without the kernel's name: the
     wrapper names it)."""
     from tilec.ir import parse
@@ -86,7 +86,7 @@ def _pipeline(text: str, pipeline: str) -> tuple[Any, tuple[str, ...]]:
     return kernel, tuple(f"{r.pass_name}: {r.message}" for r in remarks)
 
 
-def _order(kernel: Any, names: list[str], what: str) -> list[int]:
+def launch_order(kernel: Any, names: list[str], what: str) -> list[int]:
     from tilec.ir.types import TensorDescType
 
     order = []
@@ -130,12 +130,12 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuil
             return with_plan(cfg.pipelines[kind], plan) if plan and kind == emitter else cfg.pipelines[kind]
 
         triton_pipeline = pipeline_of("triton")
-        tk, t_remarks = _pipeline(text, triton_pipeline)
+        tk, t_remarks = through_pipeline(text, triton_pipeline)
         triton = Emitted(
             "triton",
             triton_pipeline,
             emit_triton(tk).source,
-            _order(tk, names, "Triton"),
+            launch_order(tk, names, "Triton"),
             t_remarks,
             {k: v for k, v in tk.constexprs.items() if v is not None},
         )
@@ -145,8 +145,8 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuil
             from tilec.emit.gluon import emit_gluon
 
             gluon_pipeline = pipeline_of("gluon")
-            gk, g_remarks = _pipeline(text, gluon_pipeline)
-            gluon = Emitted("gluon", gluon_pipeline, emit_gluon(gk).source, _order(gk, names, "Gluon"), g_remarks)
+            gk, g_remarks = through_pipeline(text, gluon_pipeline)
+            gluon = Emitted("gluon", gluon_pipeline, emit_gluon(gk).source, launch_order(gk, names, "Gluon"), g_remarks)
             built = (gluon, triton, _tma_operands(gk, names))
         if len(_built) >= 256:
             _built.clear()

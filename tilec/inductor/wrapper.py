@@ -14,6 +14,7 @@ origins, the wrapper's counter); identical kernels in one graph are defined once
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from tilec.inductor.build import Declined, KernelBuild
@@ -53,6 +54,18 @@ def definition(name: str, built: KernelBuild) -> str:
     return "\n".join(lines)
 
 
+def define_once(wrapper: Any, built: KernelBuild, metadata: Callable[[], str]) -> str:
+    """Defines the kernel in the wrapper, named `built.stem` and the wrapper's counter, unless an
+    identical kernel is defined already; returns its name."""
+    key = "\0".join(["tilec", built.primary.source, built.fallback.source if built.fallback else "", repr(built.tma)])
+    name = wrapper.src_to_kernel.get(key)
+    if name is None:
+        name = f"{built.stem}_{wrapper.next_kernel_suffix()}"
+        wrapper.src_to_kernel[key] = name
+        wrapper.define_kernel(name, definition(name, built), metadata())
+    return name
+
+
 def name_stem(lowered: Any, node_schedule: list[Any]) -> str:
     """Stock Triton's name for the kernel, less the wrapper's counter: triton_{poi,red,per}_{fused origins}."""
     from torch._inductor import config as ic
@@ -86,13 +99,7 @@ def commit(scheduling: Any, features: Any, built: KernelBuild) -> str:
 
     wrapper = V.graph.wrapper_code
     node_schedule = list(features.node_schedule)
-    key = "\0".join(["tilec", built.primary.source, built.fallback.source if built.fallback else "", repr(built.tma)])
-    name = wrapper.src_to_kernel.get(key)
-    if name is None:
-        name = f"{built.stem}_{wrapper.next_kernel_suffix()}"
-        wrapper.src_to_kernel[key] = name
-        origins, detailed = get_kernel_metadata(node_schedule, wrapper)
-        wrapper.define_kernel(name, definition(name, built), f"{origins}\n{detailed}")
+    name = define_once(wrapper, built, lambda: "\n".join(get_kernel_metadata(node_schedule, wrapper)))
     lowered = built.lowered
     with V.set_kernel_handler(lowered.inductor_kernel):
         for node in features.scheduler_nodes():
@@ -254,17 +261,14 @@ def _workspace_sums_build(device: str, out: str = "f32") -> KernelBuild:
 
     if out not in _sums_builds:
         from tilec.emit.triton import emit_triton
-        from tilec.frontend.workspace import NUM_WARPS, workspace_sums
-        from tilec.inductor.build import PLACEHOLDER, Emitted
-        from tilec.ir import parse
-        from tilec.passes import run_pipeline
+        from tilec.frontend.workspace import PARAMS, PIPELINE, workspace_sums
+        from tilec.inductor.build import PLACEHOLDER, Emitted, launch_order, through_pipeline
 
-        pipeline = f"plan{{num_warps={NUM_WARPS}}},canonicalize,cse,dce"
-        module = parse(workspace_sums(PLACEHOLDER, out), "<tilec.workspace>")
-        run_pipeline(module, pipeline)
-        (kernel,) = module.kernels
-        source = emit_triton(kernel).source
-        _sums_builds[out] = KernelBuild(None, Emitted("triton", pipeline, source, [0, 1, 2, 3, 4]), device=device)
+        kernel, remarks = through_pipeline(workspace_sums(PLACEHOLDER, out), PIPELINE)
+        emitted = Emitted(
+            "triton", PIPELINE, emit_triton(kernel).source, launch_order(kernel, PARAMS, "workspace sums"), remarks
+        )
+        _sums_builds[out] = KernelBuild(None, emitted, stem="tilec_workspace_sums")
     return replace(_sums_builds[out], device=device)
 
 
@@ -310,18 +314,16 @@ class WorkspaceSums:
         for line, _ in held:
             self.original(line)
 
+    def extends(self, match: re.Match[str] | None) -> bool:
+        """Whether `match` is the next column sum of those held: the first, or the same
+        workspace's next."""
+        if match is None or int(match["idx"]) != len(self.held):
+            return False
+        return not self.held or all(match[k] == self.held[0][1][k] for k in ("ws", "rows", "cols"))
+
     def writeline(self, line: Any) -> None:
         match = _workspace_sum(line)
-        if match is None:
-            self.flush()
-            self.original(line)
-            return
-        first = self.held[0][1] if self.held else match
-        if int(match["idx"]) != len(self.held) or (match["ws"], match["rows"], match["cols"]) != (
-            first["ws"],
-            first["rows"],
-            first["cols"],
-        ):
+        if match is None or not self.extends(match):
             self.flush()
             self.original(line)
             return
@@ -340,12 +342,7 @@ class WorkspaceSums:
         out_dtype = _TORCH_TO_IR[dtypes.pop()] if all(rests) and len(dtypes) == 1 else "f32"
         tails = [r["view"] if out_dtype != "f32" and r is not None else m["rest"] for m, r in zip(sums, rests)]
         built = _workspace_sums_build(self.device, out_dtype)
-        key = "\0".join(["tilec", built.primary.source])
-        name = wrapper.src_to_kernel.get(key)
-        if name is None:
-            name = f"tilec_workspace_sums_{wrapper.next_kernel_suffix()}"
-            wrapper.src_to_kernel[key] = name
-            wrapper.define_kernel(name, definition(name, built), "# the sums of a mix-order kernel's workspace rows")
+        name = define_once(wrapper, built, lambda: "# the sums of a mix-order kernel's workspace rows")
         ws, rows, cols = first["ws"], first["rows"], first["cols"]
         out = f"{ws}_sums"
         torch_dtype = _IR_TO_TORCH[out_dtype]
