@@ -308,6 +308,7 @@ class Built:
     compile_s: float = 0.0
     note: str = ""  # e.g. which kernels tilec took
     warm_compile_s: float | None = None  # a second compile, Triton's caches warm
+    report: list[dict[str, Any]] = field(default_factory=list)  # tilec's kernels (`models.kernel_rows`)
 
 
 def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str | None, warm: bool = False) -> Built:
@@ -326,7 +327,7 @@ def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str |
         first = _compiled(op, inputs, mode, tilec_emitter)
         build._built.clear()
         again = _compiled(op, inputs, mode, tilec_emitter)  # its function is the one Dynamo now holds
-        return Built(again.fn, first.compile_s, first.note, again.compile_s)
+        return Built(again.fn, first.compile_s, first.note, again.compile_s, first.report)
     torch.compiler.reset()
     tilec.reset_report()
     fn = FUNCTIONS[BACKWARD.get(op, TRAIN.get(op, op))]
@@ -352,8 +353,10 @@ def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str |
     torch.cuda.synchronize()
     elapsed = time.perf_counter() - start
     note = ""
+    report: list[dict[str, Any]] = []
     if tilec_emitter:
         records = tilec.report()
+        report = _models_module().kernel_rows(records)
         taken = [r for r in records if r.taken]
         note = f"tilec took {len(taken)} of {len(records)} kernels"
         emitters = sorted({r.emitter for r in taken if r.emitter})
@@ -365,7 +368,7 @@ def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str |
         tuned = [f"{r.emitter}: {r.autotune}" for r in taken if r.autotune]
         if tuned:
             note += "; autotuned: " + "; ".join(tuned)
-    return Built(compiled, elapsed, note)
+    return Built(compiled, elapsed, note, report=report)
 
 
 def _liger(op: str, inputs: list[Any]) -> Callable[..., Any]:
@@ -455,6 +458,7 @@ class Result:
     device_gbps: float | None = None
     device_pct: float | None = None
     host_us: float | None = None
+    report: list[dict[str, Any]] = field(default_factory=list)  # tilec's kernels (`models.kernel_rows`)
 
 
 def bench_ms(fn: Callable[[], Any]) -> float:
@@ -551,7 +555,7 @@ def run_case(op: str, m: int, n: int, dtype_name: str, impls: list[str], log: Ca
         r = Result(op, m, n, dtype_name, impl, False)
         try:
             built = build(impl, op, inputs)
-            r.compile_s, r.note = round(built.compile_s, 2), built.note
+            r.compile_s, r.note, r.report = round(built.compile_s, 2), built.note, built.report
             if built.warm_compile_s is not None:
                 r.compile_warm_s = round(built.warm_compile_s, 3)
             out = built.fn(*inputs)
@@ -914,9 +918,18 @@ def _has_transformers(what: str) -> bool:
     return True
 
 
-def _models(args: argparse.Namespace) -> int:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+def _models_module() -> Any:
+    """bench/models.py (beside this file, which `tilec bench` loads by its path)."""
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
     import models
+
+    return models
+
+
+def _models(args: argparse.Namespace) -> int:
+    models = _models_module()
 
     families = [f.strip() for f in args.families.split(",") if f.strip()]
     default_modes = models.CPU_MODES if args.device == "cpu" else models.MODES

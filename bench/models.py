@@ -25,7 +25,7 @@ their steps alternate (in ABBA order): per side the median and the spread (min t
 synchronized step over the repeats, and the device time per step (the sum of the GPU's kernel
 and copy times, from the profiler). Per row: the ratio stock/tilec, the kernels tilec took and
 declined (with the reasons' counts; models.jsonl lists every kernel with its emitter or reason,
-its signature and, with `--autotune`, the autotuner's timings: `bench/rules.py --models` derives
+its signature and, with `--autotune`, the autotuner's timings: `bench/rules.py --kernels` derives
 the table's rules for the models' kernels from them), and each side's error against an fp32 eager run of the same weights — inference: the
 logits; training: the first step's gradients (relative norm error).
 
@@ -148,6 +148,14 @@ def entry(side: str) -> Callable[[Any, Any, Any], Any]:
     namespace: dict[str, Any] = {}
     exec(f"def forward_{side}(model, ids, labels):\n    return model(ids, labels=labels)\n", namespace)
     return namespace[f"forward_{side}"]  # type: ignore[no-any-return]
+
+
+def kernel_rows(records: list[Any]) -> list[dict[str, Any]]:
+    """Each kernel tilec saw, as results carry it: taken (emitter, the autotuner's choice) or why
+    not, what the chooser read of it (its signature) and the autotuner's timings where it ran —
+    what `bench/rules.py --kernels` derives rules from."""
+    fields = ("kernel", "taken", "emitter", "autotune", "reason", "signature", "timings", "traced")
+    return [{f: getattr(r, f) for f in fields} for r in records]
 
 
 def _grads(model: Any) -> Any:
@@ -308,19 +316,7 @@ def run_row(
         "kernels": len(records),
         "declined": dict(declined),
         # every kernel tilec saw: taken (emitter, pipeline, the autotuner's timings) or why not
-        "report": [
-            {
-                "kernel": r.kernel,
-                "taken": r.taken,
-                "emitter": r.emitter,
-                "autotune": r.autotune,
-                "reason": r.reason,
-                "signature": r.signature,
-                "timings": r.timings,
-                "traced": r.traced,
-            }
-            for r in records
-        ],
+        "report": kernel_rows(records),
         "error_tilec": errors.get("tilec"),
         "error_stock": errors.get("stock"),
         "within_stock_error": within(errors.get("tilec"), errors.get("stock")),

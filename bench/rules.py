@@ -2,7 +2,7 @@
 
     python bench/rules.py --plans bench/results/RUN/plans.jsonl [--margin 0.01]
     python bench/rules.py bench/results/RUN/results.jsonl [--plans bench/results/RUN/long.jsonl]
-    python bench/rules.py --models bench/results/RUN       # every models.jsonl under RUN
+    python bench/rules.py --kernels bench/results/RUN      # every models.jsonl and results.jsonl under RUN
 
 prints a table of `tilec.passes.chooser.Rule`s (Python source) for the GPU the run measured, to
 be reviewed and committed as that GPU's entry of `chooser.TABLES`. Per reduction family (rmsnorm:
@@ -23,11 +23,12 @@ plans and for compile). Shapes where compile or every candidate failed are left 
 whose action is a surveyed plan sets `plan=` and quotes that plan's figure ("MxN 99.8 vs 69.6");
 any other rule over surveyed shapes quotes tilec's fastest candidate there.
 
-`--models` derives rules for the kernels of whole models that no suite op measures (pointwise
+`--kernels` (or `--models`) derives rules for the kernels no suite op's family measures (pointwise
 kernels, norms read with more rows, cross-entropy, weight gradients, ...) from the autotuner's
-timings in a `tilec bench --models --autotune` run: each kernel tilec could take was timed in place
-against stock Inductor's (device time, cold L2: `tilec.inductor.autotune`), and models.jsonl
-records its signature and those timings. Kernels the GPU's table already covers (its rules from
+timings in a `tilec bench --models --autotune` run or a `tilec bench --impls tilec-autotune,...`
+run: each kernel tilec could take was timed in place against stock Inductor's (device time, cold
+L2: `tilec.inductor.autotune`), and the run's models.jsonl or results.jsonl records its signature
+and those timings (each row's `report`). Kernels the GPU's table already covers (its rules from
 other runs) are left out; the rest are grouped by family, row inputs, element size and row bytes,
 and a row size takes the candidate that beat stock by the margin at every kernel of that size (the
 same choice as above), else stock. A rule covers only the row sizes measured: the power-of-two
@@ -237,7 +238,8 @@ SYMBOLIC = -1  # the row bytes `model_kernels` gives a row of symbolic length
 
 
 def model_kernels(records: list[dict[str, Any]]) -> list[tuple[tuple[str, int, int], int, Shape]]:
-    """The kernels of a `tilec bench --models --autotune` run the autotuner timed against stock:
+    """The kernels of a run's rows (`tilec bench --models --autotune`, or `tilec bench` with
+    tilec-autotune) the autotuner timed against stock:
     ((family, row inputs, element bytes), row bytes, Shape) each — the row bytes `SYMBOLIC` where
     the row length is symbolic (`--dynamic`), the Shape then the sizes the graph was traced with,
     which the autotuner timed at — the same kernel timed once (a kernel read from the autotuner's
@@ -324,16 +326,22 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("results", nargs="?", help="a tilec bench run's results.jsonl")
     p.add_argument("--plans", help="a plan survey's plans.jsonl (bench/plans.py) from the same GPU")
-    p.add_argument("--models", help="a folder of `tilec bench --models --autotune` runs (each models.jsonl under it)")
+    p.add_argument(
+        "--kernels",
+        "--models",
+        dest="models",
+        help="a folder of runs with the autotuner on: each models.jsonl (tilec bench --models --autotune) and "
+        "results.jsonl (tilec bench --impls tilec-autotune,...) under it",
+    )
     p.add_argument(
         "--margin",
         type=float,
-        help=f"how much faster tilec must be (device time; default 0.01, with --models {MODELS_MARGIN})",
+        help=f"how much faster tilec must be (device time; default 0.01, with --kernels {MODELS_MARGIN})",
     )
     args = p.parse_args(argv)
     if args.models:
         if args.results or args.plans:
-            p.error("--models derives rules from a models run alone")
+            p.error("--kernels derives rules from the runs under its folder alone")
         return _main_models(Path(args.models), MODELS_MARGIN if args.margin is None else args.margin)
     if not args.results and not args.plans:
         p.error("give a tilec bench run's results.jsonl, a plan survey (--plans), or both")
@@ -373,8 +381,9 @@ def run_name(folder: Path) -> str:
 
 
 def models_records(folder: Path) -> list[dict[str, Any]]:
-    """The rows of every models.jsonl under `folder` (one per size run)."""
-    return [r for path in sorted(folder.rglob("models.jsonl")) for r in read(str(path))]
+    """The rows of every models.jsonl (one per size run) and results.jsonl under `folder`."""
+    paths = sorted([*folder.rglob("models.jsonl"), *folder.rglob("results.jsonl")])
+    return [r for path in paths for r in read(str(path))]
 
 
 def _main_models(folder: Path, margin: float) -> int:
@@ -390,7 +399,7 @@ def _main_models(folder: Path, margin: float) -> int:
     if not derived:
         print("bench/rules.py: no kernel of the run was timed against stock outside the table", file=sys.stderr)
         return 2
-    print(f"# {gpu}: derived by bench/rules.py --models from {run} (margin {margin:g}), after its other runs' rules")
+    print(f"# {gpu}: derived by bench/rules.py --kernels from {run} (margin {margin:g}), after its other runs' rules")
     for d in derived:
         print(d.source(run))
     return 0

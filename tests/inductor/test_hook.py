@@ -59,7 +59,7 @@ def test_a_taken_kernels_record_carries_the_pass_remarks() -> None:
     assert "peel: no loop" in rec.remarks, rec.remarks
     assert any(r.startswith("fp32-at-use: no widening cast") for r in rec.remarks), rec.remarks
     assert not any(r.startswith("reuse: ") for r in rec.remarks), rec.remarks
-    # and what the chooser reads of it (bench/rules.py --models groups timings by it); the
+    # and what the chooser reads of it (bench/rules.py --kernels groups timings by it); the
     # autotuner did not run on the CPU: no timings
     # (two row inputs: this CPU kernel divides in place, reading its output buffer back as a row)
     assert rec.signature == ("softmax", 2, 4, 8, 100) and rec.timings == () and rec.traced is None

@@ -337,3 +337,30 @@ def test_the_model_table_gives_device_time_beside_wall_time() -> None:
     assert "Control: the tilec column was compiled without tilec" in models.markdown(
         rows, env, "default", "cuda", 10, control=True
     )
+
+
+def test_a_runs_kernels_reach_the_rules_tool(bench, tmp_path: Path) -> None:
+    """A tilec column's results carry each kernel's record (`models.kernel_rows`: signature and the
+    autotuner's timings), which `bench/rules.py --kernels` groups into rules as it does a models
+    run's; bench/models.py is found beside bench/bench.py however that was loaded."""
+    from tilec.inductor.report import KernelRecord
+
+    timed = KernelRecord(
+        "triton_red_fused_0",
+        True,
+        "triton",
+        None,
+        None,
+        signature=("sum-of-products", 1, 2, 8192, 32000),
+        timings=(("triton", 0.2), ("stock", 0.3)),
+    )
+    untimed = KernelRecord("triton_poi_fused_1", False, None, None, "stock measured faster")
+    r = bench.Result("cross_entropy_train", 8192, 32000, "bf16", "tilec-autotune", True, meta={"gpu": "G"})
+    r.report = bench._models_module().kernel_rows([timed, untimed])
+    (tmp_path / "results.jsonl").write_text(json.dumps(asdict(r)) + "\n")
+    rules = load("rules")
+    (kernel,) = rules.model_kernels(rules.models_records(tmp_path))
+    assert kernel[:2] == (("sum-of-products", 1, 2), 64000)
+    assert kernel[2].ms == {"tilec-triton": 200.0, "compile": 300.0}
+    (derived,) = rules.derive_models(rules.models_records(tmp_path))
+    assert (derived.lo, derived.hi, derived.action) == (32768, 65536, "triton")

@@ -389,7 +389,7 @@ def _unmatched(rule: Rule, measured: dict[Key, list[float]]) -> list[str]:
     else:
         ops = ()
     op = "/".join(ops) or f"models:{rule.family}:{rule.row_inputs}"
-    ops += (f"models:{rule.family}:{rule.row_inputs}",)  # a models run's kernels (bench/rules.py --models)
+    ops += (f"models:{rule.family}:{rule.row_inputs}",)  # a run's kernels timed in place (bench/rules.py --kernels)
     missing = []
     for m, n, tilec, stock in FIGURE.findall(rule.figures):
         dtype = DTYPES.get(rule.elem_bytes, f"{rule.elem_bytes}B")
@@ -583,27 +583,30 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
                 "2026-11-26-h100-survey",
                 "2026-11-26-h100-residual",
                 "2026-11-26-h100-fanout",
-                "2026-11-26-h100-model-kernels",
+                "kernels:2026-11-26-h100-model-kernels",
+                "kernels:2026-11-26-h100-cross-entropy-kernels",
             ),
         ),
-        ("H200", ("2026-11-26-h200-welford", "2026-11-26-h200-fanout", "2026-11-26-h200-model-kernels")),
+        ("H200", ("2026-11-26-h200-welford", "2026-11-26-h200-fanout", "kernels:2026-11-26-h200-model-kernels")),
     ],
 )
 def test_each_gpus_table_is_what_the_tool_derives(gpu: str, runs: tuple[str, ...]) -> None:
     """A GPU's table is `bench/rules.py` on its runs — plan surveys (`--plans`: the H100's forward
     ops, then its residual-fused norms), `tilec bench` runs (the H100's norm backward at the
-    shapes Inductor fuses) and models runs (`--models`: the models' other kernels) — rule for rule (action, plan, range, figures, run): what the runs
-    measured, nothing edited."""
+    shapes Inductor fuses) and runs whose kernels the autotuner timed in place (`--kernels`, named
+    "kernels:RUN" here: the models' other kernels, the cross-entropy's) — rule for rule (action,
+    plan, range, figures, run): what the runs measured, nothing edited."""
     from tilec.ir import target
 
     tool = load("rules")
     rules: tuple[Rule, ...] = ()
-    for run in runs:
+    for named in runs:
+        kernels, run = named.startswith("kernels:"), named.removeprefix("kernels:")
         folder = ROOT / RESULTS / run
-        if not (folder / "plans.jsonl").exists() and not (folder / "results.jsonl").exists():  # models runs
+        if kernels:
             derived = tool.derive_models(tool.models_records(folder), rules)
             rules += tuple(r for d in derived for r in eval(d.source(run), {"Rule": Rule}))
-            assert tool.main(["--models", str(folder)]) == 0
+            assert tool.main(["--kernels", str(folder)]) == 0
             continue
         survey = ROOT / RESULTS / run / "plans.jsonl"
         bench = ROOT / RESULTS / run / "results.jsonl"
@@ -657,7 +660,7 @@ def _model_row(
 
 
 def test_rules_from_a_models_run_cover_what_the_models_timed(tmp_path: Path) -> None:
-    """bench/rules.py --models: the kernels of whole models the autotuner timed in place, grouped by
+    """bench/rules.py --kernels: the kernels of whole models the autotuner timed in place, grouped by
     signature outside what the table's other rules cover; a row size takes the candidate that beat
     stock by the margin at every kernel of that size, over the power-of-two range holding it (all
     sizes for pointwise kernels), clipped by the other rules; a kernel timed twice (read from the
@@ -716,3 +719,44 @@ def test_a_models_rule_names_its_kernels_in_the_reason() -> None:
         Signature("column-sum", 4096, 64, 256, elem_bytes=4).where()
         == "column-sum columns of 256 bytes (4-byte elements)"
     )
+
+
+def _cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.cross_entropy(logits.float(), labels, ignore_index=-100)
+
+
+@pytest.mark.parametrize(
+    ("rows", "vocab", "gpu", "family", "emitter", "plan", "run"),
+    [
+        (8192, 50257, "H100", "log-sum-exp", "gluon", "", "2026-11-26-h100-cross-entropy-kernels"),
+        (
+            4096,
+            32000,
+            "H100",
+            "log-sum-exp",
+            "triton",
+            "xblock=1,chunk=16384,num_warps=16",
+            "2026-11-26-h100-cross-entropy-kernels",
+        ),
+        # rows no log-sum-exp rule covers: softmax's rule for the row size decides
+        (64, 2048, "H100", "softmax", "triton", "xblock=2,num_warps=8", "2026-11-26-h100-survey"),
+        (4096, 32000, "H200", "softmax", "triton", "xblock=1,num_warps=8", "2026-11-26-h200-welford"),
+    ],
+)
+def test_a_cross_entropys_log_sum_exp_has_rules_of_its_own(
+    rows: int, vocab: int, gpu: str, family: str, emitter: str, plan: str, run: str
+) -> None:
+    """A cross-entropy's forward reduces like softmax (a max, then a sum of exponentials) but writes
+    only a value per row: the family `log-sum-exp`, with rules measured on it in place (H100); where
+    no such rule covers its rows, softmax's rules for the row size decide (`chooser.FALLBACK`), the
+    reason naming the softmax rule it used."""
+    from tilec.frontend.capture import capture
+    from tilec.ir import target
+
+    args = [torch.empty(rows, vocab, dtype=torch.bfloat16, device="meta")]
+    args.append(torch.empty(rows, dtype=torch.int64, device="meta"))
+    kernel = capture(_cross_entropy, args, strict=True)[0].result.kernel  # type: ignore[union-attr]
+    assert signature(kernel).family == "log-sum-exp"
+    choice = choose(kernel, hopper=True, gpu=getattr(target, gpu).name)
+    assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (emitter, plan), choice
+    assert choice.reason.startswith(f"measured fastest for {family} rows") and f"{RESULTS}/{run}:" in choice.reason

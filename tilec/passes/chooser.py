@@ -26,7 +26,7 @@ holds such a table per GPU it was measured on; a GPU with none never gets anothe
 - `figures`: what that run measured, quoted — device time, % of a same-size copy, per shape:
   "MxN tilec vs stock", or "MxN a/b vs stock" where two tilec variants were measured (the comment
   above `RULES` says which, run by run); for a rule from whole models' kernels timed in place
-  (`bench/rules.py --models`), device microseconds per kernel, "MxN tilec vs stock us". A reason cites the run and its figures (`Rule.evidence`):
+  (`bench/rules.py --kernels`), device microseconds per kernel, "MxN tilec vs stock us". A reason cites the run and its figures (`Rule.evidence`):
   "stock Inductor measured faster for sum rows of 1024 bytes (bench/results/2026-11-24-compute-type:
   32768x512 98.9 vs 101.3; ...)". tests/passes/test_chooser.py checks that every run exists and
   holds the figures its rules quote.
@@ -45,10 +45,11 @@ Triton elsewhere).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from tilec.ir.core import Kernel, Value, defining_op
-from tilec.ir.ops.memory import LoadOp
+from tilec.ir.ops.memory import LoadOp, StoreOp
 from tilec.ir.target import DEFAULT, H100, H200
 from tilec.ir.types import TileType
 from tilec.passes.plan import band_loop, reads_columns, reduction_numel, widest_row_load_bytes, x_numel
@@ -85,8 +86,8 @@ RESULTS = "bench/results"
 class Signature:
     """What the choice depends on."""
 
-    # "sum" (RMSNorm's sum of squares), "mean-var" (LayerNorm's), "softmax", "sum-of-products" (a
-    # norm's backward), "column-sum" / "column-reduce" (along x: weight gradients), "mix-order" (a
+    # "sum" (RMSNorm's sum of squares), "mean-var" (LayerNorm's), "softmax", "log-sum-exp" (softmax's
+    # max and sum with no row written: a cross-entropy's forward), "sum-of-products" (a norm's backward), "column-sum" / "column-reduce" (along x: weight gradients), "mix-order" (a
     # norm's backward with its weight gradients: Inductor's mix-order reduction), "reduce", "pointwise"
     family: str
     rows: int | None  # M, if constant
@@ -474,7 +475,7 @@ RULES: tuple[Rule, ...] = (
         "4096x2048 93.9 vs 84.8; 8192x2048 95.7 vs 89.9; 32768x2048 96.8 vs 94.3; 4096x2048 93.6 vs 84.7; 8192x2048 95.4 vs 89.4; 32768x2048 96.2 vs 93.9; 8192x4096 96.1 vs 89.7; 16384x4096 96.9 vs 94.9; 8192x4096 96.2 vs 89.7; 16384x4096 96.8 vs 94.8; 16384x8192 96.2 vs 94.4; 16384x8192 96.7 vs 94.4; 32768x16384 88.9 vs 75.2; 32768x16384 89.5 vs 72.5",
         row_inputs=5,
     ),
-    # Then the kernels of whole models no suite op measures (`bench/rules.py --models` on the
+    # Then the kernels of whole models no suite op measures (`bench/rules.py --kernels` on the
     # `tilec bench --models --autotune` runs there: Llama, GPT-2 and Gemma at the default and small
     # sizes, inference and a training step, twice; and a training step with `--dynamic`, where the
     # tokens are a symbolic size; each kernel timed in place against stock's, device microseconds):
@@ -834,6 +835,68 @@ RULES: tuple[Rule, ...] = (
         "128x2048 7.2 vs 6.1 us; 128x2048 7.2 vs 6.1 us; 128x2048 7.2 vs 6.1 us; 128x2048 7.3 vs 6.2 us",
         row_inputs=5,
     ),
+    # Then the cross-entropy's kernels over rows of 32000 to 256000 logits, one row input (the loss
+    # of `tilec bench --bwd`'s cross_entropy_train: `bench/rules.py --kernels` on its run with the
+    # autotuner on, 4096 and 8192 rows, each kernel timed in place against stock's, device
+    # microseconds): the forward's log-sum-exp, the backward, and the count of the rows not
+    # ignored (8-byte sums).
+    Rule(
+        "log-sum-exp",
+        32768,
+        65536,
+        "triton",
+        "2026-11-26-h100-cross-entropy-kernels",
+        "4096x32000 97.9 vs 193.1 us; 8192x32000 188.1 vs 369.9 us",
+        plan="xblock=1,chunk=16384,num_warps=16",
+    ),
+    Rule(
+        "log-sum-exp", 65536, 131072, "gluon", "2026-11-26-h100-cross-entropy-kernels", "8192x50257 319.2 vs 636.8 us"
+    ),
+    Rule(
+        "log-sum-exp",
+        131072,
+        524288,
+        "triton",
+        "2026-11-26-h100-cross-entropy-kernels",
+        "4096x128256 376.5 vs 683.4 us; 8192x128256 731.5 vs 1326.2 us; 4096x256000 736.3 vs 1298.7 us; 8192x256000 1434.5 vs 2528.2 us",
+        plan="xblock=1,chunk=16384,num_warps=16",
+    ),
+    Rule(
+        "sum-of-products",
+        65536,
+        131072,
+        "gluon",
+        "2026-11-26-h100-cross-entropy-kernels",
+        "1x8192 12.2 vs 13.3 us; 1x8192 12.3 vs 12.9 us; 1x8192 12.3 vs 13.3 us; 1x8192 12.4 vs 13.2 us",
+        elem_bytes=8,
+        row_inputs=0,
+    ),
+    Rule(
+        "sum-of-products",
+        32768,
+        65536,
+        "triton",
+        "2026-11-26-h100-cross-entropy-kernels",
+        "4096x32000 185.6 vs 202.8 us; 8192x32000 363.1 vs 394.0 us",
+    ),
+    Rule(
+        "sum-of-products",
+        131072,
+        262144,
+        "triton",
+        "2026-11-26-h100-cross-entropy-kernels",
+        "4096x128256 745.0 vs 783.0 us; 8192x128256 1464.9 vs 1533.4 us",
+        plan="xblock=1,chunk=32768,num_warps=32",
+    ),
+    Rule(
+        "sum-of-products",
+        262144,
+        524288,
+        "triton",
+        "2026-11-26-h100-cross-entropy-kernels",
+        "4096x256000 1488.0 vs 1882.8 us; 8192x256000 2953.7 vs 3675.0 us",
+        plan="xblock=1,chunk=16384,num_warps=16",
+    ),
 )
 
 
@@ -888,7 +951,7 @@ def _family(kernel: Kernel) -> str:
     if reads_columns(kernel):
         return "column-sum" if set(kinds) == {"sum"} else "column-reduce"
     if "softmax_reduce" in kinds or sorted(set(kinds)) == ["max", "sum"]:
-        return "softmax"
+        return "softmax" if _writes_rows(kernel) else "log-sum-exp"
     if "product" in sums:
         return "sum-of-products" if set(kinds) <= {"sum", "welford"} else "reduce"
     if set(kinds) == {"welford"} or (set(kinds) == {"sum"} and sorted(sums) == ["plain", "square"]):
@@ -896,6 +959,18 @@ def _family(kernel: Kernel) -> str:
     if sums == ["square"]:
         return "sum"
     return "reduce"
+
+
+def _writes_rows(kernel: Kernel) -> bool:
+    """Whether the kernel stores whole rows ([XBLOCK, RBLOCK] tiles with no broadcast dimension),
+    not only values per row (a cross-entropy's log-sum-exp, [XBLOCK, 1])."""
+    return any(
+        isinstance(op, StoreOp)
+        and isinstance(t := op.value.type, TileType)
+        and t.rank == 2
+        and all(d != 1 for d in t.shape)
+        for op in kernel.walk()
+    )
 
 
 def _row_inputs(kernel: Kernel) -> int:
@@ -1208,7 +1283,7 @@ H200_RULES: tuple[Rule, ...] = (
         "4096x2048 93.2 vs 81.4; 32768x2048 94.2 vs 92.5; 4096x2048 92.3 vs 80.6; 32768x2048 94.5 vs 93.1; 8192x4096 93.3 vs 85.6; 8192x4096 94.1 vs 85.0; 16384x8192 95.2 vs 92.3; 16384x8192 94.2 vs 91.7",
         row_inputs=5,
     ),
-    # Then the models' other kernels, timed in place (`bench/rules.py --models` on one `tilec bench
+    # Then the models' other kernels, timed in place (`bench/rules.py --kernels` on one `tilec bench
     # --models --autotune` run: Llama, GPT-2 and Gemma at the default size, inference and a training
     # step; device microseconds), as the H100's.
     Rule(
@@ -1395,6 +1470,11 @@ def mix_order_fusion(gpu: str, rows: int, row: int, elem_bytes: int) -> MixOrder
     return fusion if fusion is not None and fusion.covers(rows, row, elem_bytes) else None
 
 
+# A family whose kernels a GPU's table may not cover on their own -> the family whose rules then
+# decide: a log-sum-exp is softmax's first loop without its second (the row written), its rules
+# measured on the cross-entropy's forward where the table has them (H100), softmax's elsewhere.
+FALLBACK = {"log-sum-exp": "softmax"}
+
 # Why a kernel stays stock on a GPU no table describes, when the autotuner could not decide.
 NO_TABLE = "no measurement was made on this GPU"
 
@@ -1417,6 +1497,9 @@ def choose(
     if rules is None and decline:
         return Decline(f"{NO_TABLE} ({gpu}; the autotuner, tilec.config.autotune, decides where it can time)")
     rule = next((r for r in rules or () if r.covers(sig)), None)
+    if rule is None and sig.family in FALLBACK:  # a family measured only in part: its parent's rules
+        sig = dataclasses.replace(sig, family=FALLBACK[sig.family])
+        rule = next((r for r in rules or () if r.covers(sig)), None)
     where = sig.where()
     if rule is not None and rule.action == "stock" and decline:
         return Decline(f"stock Inductor measured faster for {where} ({rule.evidence})")
