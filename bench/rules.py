@@ -46,7 +46,7 @@ import math
 import re
 import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,12 +115,14 @@ class Shape:
         return f"{self.m}x{self.n} {mine} vs {self.pct['compile']:.1f}"
 
 
-def chosen(measured: list[Shape], margin: float) -> str | None:
+def chosen(measured: list[Shape], margin: float, margin_of: Callable[[Shape], float] | None = None) -> str | None:
     """The candidate a row size takes, from its shapes: of those measured at every shape and
-    faster than compile by `margin` at every one, the fastest over them all (the geometric mean
-    of its speedups; of equals, the first measured); None where no candidate is."""
+    faster than compile by `margin` (or `margin_of(shape)`) at every one, the fastest over them all
+    (the geometric mean of its speedups; of equals, the first measured); None where no candidate
+    is."""
     keys = [k for k in measured[0].candidates() if all(k in s.ms for s in measured)]  # in the order measured
-    winners = [k for k in keys if all(s.ms[k] <= (1 - margin) * s.ms["compile"] for s in measured)]
+    need = {id(s): margin_of(s) if margin_of else margin for s in measured}
+    winners = [k for k in keys if all(s.ms[k] <= (1 - need[id(s)]) * s.ms["compile"] for s in measured)]
     if not winners:
         return None
     return max(winners, key=lambda k: sum(math.log(s.ms["compile"] / s.ms[k]) for s in measured))
@@ -230,8 +232,11 @@ def derive(
 AUTOTUNED = {"stock": "compile", "gluon": "tilec-gluon", "triton": "tilec-triton"}
 QUOTED = 4  # kernels a rule keeping stock quotes
 # A models run times each kernel once, in place, among microseconds-long kernels: a rule from it
-# takes tilec where it won by 3% at every kernel of the size, beyond that timing's noise.
+# takes tilec where it won by 3% at every kernel of the size, beyond that timing's noise — by 1%
+# (the suites' margin, at least a microsecond there) at a kernel stock runs in 100 us or more.
 MODELS_MARGIN = 0.03
+LONG_KERNEL_US = 100.0
+LONG_MARGIN = 0.01
 
 
 SYMBOLIC = -1  # the row bytes `model_kernels` gives a row of symbolic length
@@ -302,7 +307,9 @@ def derive_models(
     for group, buckets in sorted(by.items()):
         ranges: list[tuple[int, int, bool, str, list[tuple[Shape, str]]]] = []
         for (lo, hi, symbolic), measured in sorted(buckets.items()):
-            key = chosen(measured, margin)
+            key = chosen(
+                measured, margin, lambda s: min(margin, LONG_MARGIN) if s.ms["compile"] >= LONG_KERNEL_US else margin
+            )
             action = measured[0].candidates()[key] if key else "stock"
             quoted = [(s, key or s.fastest()) for s in measured]
             last = ranges[-1] if ranges else None

@@ -585,6 +585,7 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
                 "2026-11-26-h100-fanout",
                 "kernels:2026-11-26-h100-model-kernels",
                 "kernels:2026-11-26-h100-cross-entropy-kernels",
+                "kernels:2026-11-26-h100-long-bwd-kernels",
             ),
         ),
         ("H200", ("2026-11-26-h200-welford", "2026-11-26-h200-fanout", "kernels:2026-11-26-h200-model-kernels")),
@@ -708,6 +709,20 @@ def test_rules_from_a_models_run_cover_what_the_models_timed(tmp_path: Path) -> 
         assert not _unmatched(rule, measured), d
     moved = Rule("sum", 4096, 8192, "stock", "x", "4096x2048 10.1 vs 12.0 us", row_inputs=3)
     assert _unmatched(moved, measured) == ["models:sum:3 4096x2048 bf16: 10.1"]
+
+
+def test_a_kernel_of_100_us_or_more_needs_the_suites_margin_only() -> None:
+    """Kernels timed in place need a 3% win where stock takes microseconds (one timing among
+    microseconds is noisy), 1% where stock takes 100 us or more (1% is a microsecond or more)."""
+    tool = load("rules")
+    long_win = _model_row((("sum-of-products", 2, 2, 4096, 32768), {"stock": 0.2760, "triton": 0.2695}))  # 2.4%
+    short_win = _model_row((("sum-of-products", 2, 2, 128, 32768), {"stock": 0.0200, "triton": 0.0195}))  # 2.5%
+    (long,) = tool.derive_models([long_win])
+    assert (long.lo, long.hi, long.action) == (65536, 131072, "triton")
+    (short,) = tool.derive_models([short_win])
+    assert short.action == "stock"
+    (both,) = tool.derive_models([long_win, short_win])  # one range: the short kernel's loss keeps it stock
+    assert both.action == "stock"
 
 
 def test_a_models_rule_names_its_kernels_in_the_reason() -> None:
