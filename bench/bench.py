@@ -871,6 +871,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--repeats", type=int, default=20, help="with --models: timed steps per side")
     p.add_argument(
+        "--vocab",
+        type=int,
+        help="with --models: every family's vocabulary (default: the size's; GPT-2 50257 but at size tiny)",
+    )
+    p.add_argument(
         "--distributed",
         action="store_true",
         help="under torchrun: data-parallel training of Llama on every rank, tilec against stock "
@@ -982,6 +987,7 @@ def _models(args: argparse.Namespace) -> int:
             args.dynamic,
             args.control,
             args.stock_first,
+            args.vocab,
         )
     )
 

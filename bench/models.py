@@ -3,6 +3,7 @@
     tilec bench --models [--size default|small|tiny] [--device cuda|cpu]
                          [--families llama,gpt2,gemma] [--modes infer,infer-ro,train,train-ro]
                          [--dropout P] [--dynamic] [--control] [--stock-first] [--autotune]
+                         [--vocab V]
 
 Hugging Face transformers models built from their configs (random weights; nothing is
 downloaded), SDPA attention, dropout off (a step is then deterministic, and comparable with an
@@ -14,6 +15,9 @@ Gemma (RMSNorm with `1 + w`, GELU-tanh, a scaled embedding). Sizes:
 - `small`: the same model on 1 x 128 tokens (host-bound: launch costs show);
 - `tiny`: hidden 64, 2 layers, vocabulary 512, 2 x 16 tokens, fp32 — for `--device cpu`, where
   tilec's kernels run in Triton's interpreter and the rest in Inductor's C++ code.
+
+`--vocab V` gives every family a vocabulary of V (Llama 3's 128256, Gemma's 256000: the loss's
+rows of logits then take much more of a step).
 
 Modes: `infer` (a forward pass), `train` (forward, loss, backward and an AdamW step; the step
 itself eager, the same for both sides), each also with `mode="reduce-overhead"` (`infer-ro`,
@@ -85,11 +89,15 @@ def dims(size: str) -> dict[str, int]:
     return {"hidden": 2048, "intermediate": 5632, "layers": 2, "heads": 16, "vocab": 32000, "positions": 2048}
 
 
-def build(family: str, size: str, dropout: float = 0.0) -> Any:
+def build(family: str, size: str, dropout: float = 0.0, vocab: int | None = None) -> Any:
     import torch
     import transformers as tf
 
     d = dims(size)
+    if vocab is not None:
+        d["vocab"] = vocab
+    elif family == "gpt2" and size != "tiny":
+        d["vocab"] = 50257  # GPT-2's own
     if family == "llama":
         config: Any = tf.LlamaConfig(
             hidden_size=d["hidden"],
@@ -103,15 +111,14 @@ def build(family: str, size: str, dropout: float = 0.0) -> Any:
         )
         cls: Any = tf.LlamaForCausalLM
     elif family == "gpt2":
-        vocab = 50257 if size != "tiny" else d["vocab"]
         config = tf.GPT2Config(
             n_embd=d["hidden"],
             n_layer=d["layers"],
             n_head=d["heads"],
             n_positions=d["positions"],
-            vocab_size=vocab,
-            bos_token_id=vocab - 1,
-            eos_token_id=vocab - 1,
+            vocab_size=d["vocab"],
+            bos_token_id=d["vocab"] - 1,
+            eos_token_id=d["vocab"] - 1,
             resid_pdrop=dropout,
             embd_pdrop=dropout,
             attn_pdrop=dropout,
@@ -215,6 +222,7 @@ def run_row(
     dynamic: bool = False,
     control: bool = False,
     stock_first: bool = False,
+    vocab: int | None = None,
 ) -> dict[str, Any]:
     import torch
 
@@ -224,7 +232,7 @@ def run_row(
     batch, seq = SIZES[size]
     dtype = torch.float32 if device == "cpu" else torch.bfloat16
     train = mode.startswith("train")
-    base = build(family, size, dropout)
+    base = build(family, size, dropout, vocab)
     gen = torch.Generator().manual_seed(1)
     ids = torch.randint(0, base.config.vocab_size, (batch, seq), generator=gen).to(device)
     against_stock = bool(dropout) and train  # eager's masks are not Inductor's: compare with stock
@@ -244,6 +252,7 @@ def run_row(
     del ref_model
 
     models = {side: copy.deepcopy(base).to(device, dtype) for side in ("tilec", "stock")}
+    base_vocab = base.config.vocab_size
     del base
     torch._dynamo.reset()
     tilec.reset_report()
@@ -312,6 +321,7 @@ def run_row(
         "dynamic": dynamic,
         "control": control,
         "stock_first": stock_first,
+        "vocab": base_vocab,
         "taken": sum(r.taken for r in records),
         "kernels": len(records),
         "declined": dict(declined),
@@ -373,13 +383,15 @@ def markdown(
     dropout: float = 0.0,
     dynamic: bool = False,
     control: bool = False,
+    vocab: int | None = None,
 ) -> str:
     batch, seq = SIZES[size]
     lines = [
         "# tilec bench --models",
         "",
         f"{env['gpu']}, torch {env['torch']}, triton {env['triton']}, transformers {env['transformers']}; "
-        f"size {size} (batch x tokens {batch}x{seq}), {'fp32' if device == 'cpu' else 'bf16'}; tilec's choice: "
+        f"size {size} (batch x tokens {batch}x{seq}){f', vocabulary {vocab}' if vocab else ''}, "
+        f"{'fp32' if device == 'cpu' else 'bf16'}; tilec's choice: "
         f"{env.get('tilec', 'measured rules')}.",
         "",
     ]
@@ -459,6 +471,7 @@ def main(
     dynamic: bool = False,
     control: bool = False,
     stock_first: bool = False,
+    vocab: int | None = None,
 ) -> int:
     if device == "cpu":
         # tilec's CPU kernels run in Triton's interpreter, which Triton picks when first imported
@@ -498,12 +511,13 @@ def main(
                     dynamic,
                     control,
                     stock_first,
+                    vocab,
                 )
                 row["meta"] = env
                 f.write(json.dumps(row) + "\n")
                 f.flush()
                 rows.append(row)
-    text = markdown(rows, env, size, device, repeats, dropout, dynamic, control)
+    text = markdown(rows, env, size, device, repeats, dropout, dynamic, control, vocab)
     (out / "models.md").write_text(text)
     print(text)
     failed = [f"{r['family']} {r['mode']}" for r in rows if r["within_stock_error"] is False]

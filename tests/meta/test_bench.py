@@ -337,6 +337,19 @@ def test_the_model_table_gives_device_time_beside_wall_time() -> None:
     assert "Control: the tilec column was compiled without tilec" in models.markdown(
         rows, env, "default", "cuda", 10, control=True
     )
+    assert "size default (batch x tokens 4x1024), vocabulary 128256, bf16" in models.markdown(
+        rows, env, "default", "cuda", 10, vocab=128256
+    )
+
+
+@pytest.mark.parametrize(
+    ("family", "vocab", "expected"), [("llama", None, 512), ("gpt2", None, 512), ("gpt2", 300, 300)]
+)
+def test_models_vocabulary(family: str, vocab: int | None, expected: int) -> None:
+    """`--vocab` sets every family's vocabulary; without it a size's own (GPT-2 50257 but at tiny)."""
+    pytest.importorskip("transformers")
+    model = load("models").build(family, "tiny", vocab=vocab)
+    assert model.config.vocab_size == expected == model.get_output_embeddings().weight.shape[0]
 
 
 def test_a_runs_kernels_reach_the_rules_tool(bench, tmp_path: Path) -> None:

@@ -989,6 +989,20 @@ RULES: tuple[Rule, ...] = (
         plan="xblock=1,chunk=16384,num_warps=16",
         row_inputs=3,
     ),
+    # Then the models' training step at vocabularies of 128256 and 256000 (`tilec bench --models
+    # --autotune --vocab V`, Llama, GPT-2 and Gemma, `bench/rules.py --kernels`): the loss's
+    # backward of two row inputs over rows of 256000 (Llama's and Gemma's; at 128256 the rule above,
+    # measured on the norms' dx, gives the plan the autotuner picked there too).
+    Rule(
+        "sum-of-products",
+        262144,
+        524288,
+        "triton",
+        "2026-11-26-h100-vocab-kernels",
+        "4096x256000 2223.3 vs 2341.1 us",
+        plan="xblock=1,chunk=16384,num_warps=16",
+        row_inputs=2,
+    ),
 )
 
 
