@@ -897,7 +897,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--stock-first",
         action="store_true",
-        help="with --models on a GPU: compile and warm up the stock side first (default: tilec's first)",
+        help="with --models on a GPU: make, compile and warm up the stock side first (default: tilec's first)",
+    )
+    p.add_argument(
+        "--both-orders",
+        action="store_true",
+        help="with --models on a GPU: each row twice, tilec's side first and stock's first, and their geomean",
     )
     p.add_argument(
         "--dropout",
@@ -988,6 +993,7 @@ def _models(args: argparse.Namespace) -> int:
             args.control,
             args.stock_first,
             args.vocab,
+            args.both_orders,
         )
     )
 

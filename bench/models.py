@@ -3,7 +3,7 @@
     tilec bench --models [--size default|small|tiny] [--device cuda|cpu]
                          [--families llama,gpt2,gemma] [--modes infer,infer-ro,train,train-ro]
                          [--dropout P] [--dynamic] [--control] [--stock-first] [--autotune]
-                         [--vocab V]
+                         [--vocab V] [--both-orders]
 
 Hugging Face transformers models built from their configs (random weights; nothing is
 downloaded), SDPA attention, dropout off (a step is then deterministic, and comparable with an
@@ -41,8 +41,12 @@ other sequence lengths first (half and three quarters of the size's, weights unc
 second makes Dynamo recompile with a symbolic length, and the measured steps, at the size's own
 length, run that symbolic graph.
 
-`--stock-first` (GPU) compiles and warms up the stock side first (by default tilec's is first:
-between two stock sides the one compiled first measured up to 1.7% slower in inference).
+`--stock-first` (GPU) makes, compiles and warms up the stock side first (by default tilec's is
+first). Whichever side comes first runs slower on the host: between two stock sides the first
+measured up to 1.7% slower in inference (H100), and on the CPU, with Inductor's code on both
+sides, the side compiled first about 1% slower, the model copied first about 0.3% more.
+`--both-orders` runs each row twice, tilec's side first and stock's first, and gives each model
+and mode the geometric mean of the two: a reading the order does not favour.
 `--control` (GPU) compiles the tilec column without tilec: two stock sides, measured exactly as
 a row is. Their ratio and spreads are what the bench reads between identical code (allocation,
 clocks, Inductor's own choices per compile), the floor under which a row's stock/tilec says
@@ -251,7 +255,8 @@ def run_row(
             reference = ref_model(ids).logits.double()
     del ref_model
 
-    models = {side: copy.deepcopy(base).to(device, dtype) for side in ("tilec", "stock")}
+    order = ("stock", "tilec") if stock_first else ("tilec", "stock")  # which side is made and compiled first
+    models = {side: copy.deepcopy(base).to(device, dtype) for side in order}
     base_vocab = base.config.vocab_size
     del base
     torch._dynamo.reset()
@@ -291,7 +296,6 @@ def run_row(
             errors[side] = relative_error(out, reference)
         return out
 
-    order = ("stock", "tilec") if stock_first else ("tilec", "stock")  # which side compiles first
     start = time.perf_counter()
     if dynamic:  # the second length recompiles with a symbolic sequence length; weights unchanged
         for side in order:
@@ -374,6 +378,15 @@ def device_ratio(row: dict[str, Any]) -> float | None:
     return stock / tilec if tilec and stock else None
 
 
+def both_orders(rows: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]]:
+    """(family, mode) -> its rows with tilec's side first and with stock's first, where a run has
+    both (`--both-orders`)."""
+    by: dict[tuple[str, str], dict[bool, dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault((r["family"], r["mode"]), {})[bool(r.get("stock_first"))] = r
+    return {k: (v[False], v[True]) for k, v in by.items() if len(v) == 2}
+
+
 def markdown(
     rows: list[dict[str, Any]],
     env: dict[str, str],
@@ -422,7 +435,7 @@ def markdown(
         ]
         for r in rows:
             lines.append(
-                f"| {r['family']} | {r['mode']} | {r['tilec_ms']:.3f} | {r['stock_ms']:.3f} | {r['speedup']:.3f} | "
+                f"| {r['family']} | {r['mode']}{' (stock first)' if r.get('stock_first') else ''} | {r['tilec_ms']:.3f} | {r['stock_ms']:.3f} | {r['speedup']:.3f} | "
                 f"{r['tilec_spread_ms'][0]:.3f}-{r['tilec_spread_ms'][1]:.3f} | "
                 f"{r['stock_spread_ms'][0]:.3f}-{r['stock_spread_ms'][1]:.3f} | {_f(r['tilec_device_ms'])} | "
                 f"{_f(r['stock_device_ms'])} | {_f(device_ratio(r))} | {r['taken']}/{r['kernels']} | "
@@ -438,8 +451,32 @@ def markdown(
                 "Control: the tilec column was compiled without tilec (stock against stock): the ratios and "
                 "spreads are the bench's own, between identical code.",
             ]
-        if any(r.get("stock_first") for r in rows):
-            lines += ["", "Compile order: the stock side was compiled and warmed up first (`--stock-first`)."]
+        both = both_orders(rows)
+        if both:
+            lines += [
+                "",
+                "Both orders (`--both-orders`): each model and mode ran with tilec's side made, compiled and warmed "
+                "up first, then with stock's first; the geometric mean of the two readings, which the order does not "
+                "favour:",
+                "",
+                "| model | mode | stock/tilec, tilec first | stock/tilec, stock first | both | device, both |",
+                "|---|---|---|---|---|---|",
+            ]
+            for (family, mode), (a, b) in both.items():
+                dev = [device_ratio(a), device_ratio(b)]
+                dev_both = statistics.geometric_mean(dev) if None not in dev else None  # type: ignore[arg-type]
+                lines.append(
+                    f"| {family} | {mode} | {a['speedup']:.3f} | {b['speedup']:.3f} | "
+                    f"{statistics.geometric_mean([a['speedup'], b['speedup']]):.3f} | {_f(dev_both)} |"
+                )
+            means = [statistics.geometric_mean([a["speedup"], b["speedup"]]) for a, b in both.values()]
+            lines += [
+                "",
+                f"Geomean over the {len(means)} models and modes, both orders: "
+                f"{statistics.geometric_mean(means):.3f}x.",
+            ]
+        elif any(r.get("stock_first") for r in rows):
+            lines += ["", "Order: the stock side was made, compiled and warmed up first (`--stock-first`)."]
         if dynamic:
             lines += [
                 "",
@@ -472,6 +509,7 @@ def main(
     control: bool = False,
     stock_first: bool = False,
     vocab: int | None = None,
+    both_orders: bool = False,
 ) -> int:
     if device == "cpu":
         # tilec's CPU kernels run in Triton's interpreter, which Triton picks when first imported
@@ -498,25 +536,27 @@ def main(
     rows = []
     settings = {"decline": device != "cpu" and tilec.config.decline, "autotune": autotune or tilec.config.autotune}
     with tilec.config.patch(**settings), (out / "models.jsonl").open("w") as f:
+        orders = (False, True) if both_orders and device != "cpu" else (stock_first,)
         for family in families:
             for mode in modes:
-                row = run_row(
-                    family,
-                    size,
-                    mode,
-                    repeats,
-                    device,
-                    lambda line: print(line, flush=True),
-                    dropout,
-                    dynamic,
-                    control,
-                    stock_first,
-                    vocab,
-                )
-                row["meta"] = env
-                f.write(json.dumps(row) + "\n")
-                f.flush()
-                rows.append(row)
+                for first in orders:
+                    row = run_row(
+                        family,
+                        size,
+                        mode,
+                        repeats,
+                        device,
+                        lambda line: print(line, flush=True),
+                        dropout,
+                        dynamic,
+                        control,
+                        first,
+                        vocab,
+                    )
+                    row["meta"] = env
+                    f.write(json.dumps(row) + "\n")
+                    f.flush()
+                    rows.append(row)
     text = markdown(rows, env, size, device, repeats, dropout, dynamic, control, vocab)
     (out / "models.md").write_text(text)
     print(text)
