@@ -1,0 +1,25 @@
+import sys, time, statistics, copy, torch
+sys.path.insert(0, ".")
+import models
+torch.manual_seed(0)
+base = models.build("llama", "tiny").eval()
+ids = torch.randint(0, 500, (2, 16))
+create, mode = sys.argv[1], sys.argv[2]
+ms = {}
+for s in create.split(","):
+    ms[s] = copy.deepcopy(base)
+if mode == "eager":
+    fns = {s: models.entry(s) for s in "ab"}
+else:
+    fns = {s: torch.compile(models.entry(s), dynamic=False, backend=mode) for s in "ab"}
+with torch.no_grad():
+    for s in "ab":  # a compiled (and warmed) first
+        for _ in range(3):
+            fns[s](ms[s], ids, None)
+    ratios = []
+    for i in range(1500):
+        t = {}
+        for s in ("ab" if i % 2 == 0 else "ba"):
+            t0 = time.perf_counter(); fns[s](ms[s], ids, None); t[s] = time.perf_counter() - t0
+        ratios.append(t["a"] / t["b"])
+print(create, mode, "median a/b", round(statistics.median(ratios), 4))
