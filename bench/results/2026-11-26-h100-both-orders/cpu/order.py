@@ -1,5 +1,10 @@
+"""Which side comes first: two copies of bench/models.py's tiny Llama, made in the order given,
+side `a` compiled first; prints the median over 1500 alternating pairs of a's call time over b's.
+
+    cd bench && python results/2026-11-26-h100-both-orders/cpu/order.py a,b inductor   # or b,a; eager: no compile
+"""
 import sys, time, statistics, copy, torch
-sys.path.insert(0, ".")
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[3]))
 import models
 torch.manual_seed(0)
 base = models.build("llama", "tiny").eval()
