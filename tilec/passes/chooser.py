@@ -6,9 +6,9 @@
 
 A kernel is described by its `Signature`: the family of its reductions, read from the IR (what
 they compute: a sum of squares as in RMSNorm, mean and variance as in LayerNorm, softmax's
-max-and-sum, sums of products as in a norm's backward, column sums as in a weight gradient), how
-many inputs it
-reads as whole rows (one for the forward norms and softmax; a residual add or a backward kernel
+max-and-sum, the same with no row written as in a cross-entropy's log-sum-exp (softmax's rules
+where none of its own covers it: `FALLBACK`), sums of products as in a norm's backward, column
+sums as in a weight gradient), how many inputs it reads as whole rows (one for the forward norms and softmax; a residual add or a backward kernel
 reads more), the element size of those rows, its row length and the bytes of a row. `RULES` maps
 signatures to the emitter that measured fastest on the H100, or to `stock` where stock Inductor's
 kernel measured faster (or no slower: a tie goes to stock, whose launch costs less). `TABLES`
