@@ -86,3 +86,34 @@ def test_norm_backward_gradients(emitter: str, fn, shape: tuple[int, int]) -> No
     for name, g, r, again in zip(("dx", "dw"), first, want, second):
         assert_close(g.double(), r, bf16, what=f"{fn.__name__} {shape} {name}")
         assert torch.equal(g, again), f"{fn.__name__} {shape} {name} differs between two runs"
+
+
+# rows past the 16384 Inductor fuses: dx and the weights' column sums apart, each kernel taken by
+# the rule measured for it on the GPU (the H100's: bench/results/2026-11-26-h100-long-bwd-kernels)
+@pytest.mark.parametrize("fn", [rmsnorm, layernorm], ids=lambda f: f.__name__)
+def test_long_rows_backward_takes_the_measured_kernels(fn) -> None:
+    from tilec.passes.chooser import has_table
+
+    if not has_table(torch.cuda.get_device_name()):
+        pytest.skip("no rules measured on this GPU")
+    torch.manual_seed(2)
+    m, n = 2048, 65536
+    x = torch.randn(m, n, device="cuda", dtype=bf16, requires_grad=True)
+    w = torch.randn(n, device="cuda", dtype=bf16, requires_grad=True)
+    dy = torch.randn(m, n, device="cuda", dtype=bf16)
+    with tilec.config.patch(decline=True, autotune=False):
+        out = torch.compile(fn, dynamic=False)(x, w)
+        first = torch.autograd.grad(out, (x, w), dy, retain_graph=True)
+    second = torch.autograd.grad(out, (x, w), dy)
+    torch.cuda.synchronize()
+    records = tilec.report()
+    taken = [r for r in records if r.taken]
+    if "H100" in torch.cuda.get_device_name():
+        # the dx kernel and the column sums of the weight's gradient: tilec's, by measurement
+        assert any(r.signature and r.signature[0] == "sum-of-products" for r in taken), records
+        assert any(r.signature and r.signature[0] == "column-sum" for r in taken), records
+    xd, wd = x.detach().double().requires_grad_(), w.detach().double().requires_grad_()
+    want = torch.autograd.grad(fn(xd, wd), (xd, wd), dy.double())
+    for name, g, r, again in zip(("dx", "dw"), first, want, second):
+        assert_close(g.double(), r, bf16, what=f"{fn.__name__} {m}x{n} {name}")
+        assert torch.equal(g, again), f"{fn.__name__} {m}x{n} {name} differs between two runs"
