@@ -378,7 +378,7 @@ def device_ratio(row: dict[str, Any]) -> float | None:
     return stock / tilec if tilec and stock else None
 
 
-def both_orders(rows: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]]:
+def order_pairs(rows: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]]:
     """(family, mode) -> its rows with tilec's side first and with stock's first, where a run has
     both (`--both-orders`)."""
     by: dict[tuple[str, str], dict[bool, dict[str, Any]]] = {}
@@ -451,7 +451,7 @@ def markdown(
                 "Control: the tilec column was compiled without tilec (stock against stock): the ratios and "
                 "spreads are the bench's own, between identical code.",
             ]
-        both = both_orders(rows)
+        both = order_pairs(rows)
         if both:
             lines += [
                 "",
