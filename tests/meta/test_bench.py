@@ -377,3 +377,37 @@ def test_a_runs_kernels_reach_the_rules_tool(bench, tmp_path: Path) -> None:
     assert kernel[2].ms == {"tilec-triton": 200.0, "compile": 300.0}
     (derived,) = rules.derive_models(rules.models_records(tmp_path))
     assert (derived.lo, derived.hi, derived.action) == (32768, 65536, "triton")
+
+
+def test_the_model_table_reads_both_orders() -> None:
+    """`--both-orders`: each model and mode with either side first, and the geometric mean of the
+    two readings, which the order does not favour."""
+    models = load("models")
+
+    def row(first: bool, tilec: float, stock: float) -> dict[str, object]:
+        return {
+            "family": "llama",
+            "mode": "infer",
+            "stock_first": first,
+            "tilec_ms": tilec,
+            "stock_ms": stock,
+            "speedup": stock / tilec,
+            "tilec_spread_ms": [tilec, tilec],
+            "stock_spread_ms": [stock, stock],
+            "tilec_device_ms": 1.0,
+            "stock_device_ms": 1.0,
+            "taken": 1,
+            "kernels": 2,
+            "error_tilec": 1e-3,
+            "error_stock": 1e-3,
+            "declined": {},
+        }
+
+    env = {"gpu": "Test GPU", "torch": "2", "triton": "3", "transformers": "5"}
+    rows = [row(False, 1.02, 1.00), row(True, 1.00, 1.03)]
+    text = models.markdown(rows, env, "default", "cuda", 10)
+    assert "| llama | infer (stock first) | 1.000 | 1.030 |" in text
+    assert "| llama | infer | 0.980 | 1.030 | 1.005 | 1.000 |" in text
+    assert "Geomean over the 1 models and modes, both orders: 1.005x." in text
+    assert "(`--stock-first`)" not in text
+    assert "(`--stock-first`)" in models.markdown(rows[1:], env, "default", "cuda", 10)
