@@ -115,14 +115,14 @@ class Shape:
         return f"{self.m}x{self.n} {mine} vs {self.pct['compile']:.1f}"
 
 
-def chosen(measured: list[Shape], margin: float, margin_of: Callable[[Shape], float] | None = None) -> str | None:
+def chosen(measured: list[Shape], margin: float | Callable[[Shape], float]) -> str | None:
     """The candidate a row size takes, from its shapes: of those measured at every shape and
-    faster than compile by `margin` (or `margin_of(shape)`) at every one, the fastest over them all
-    (the geometric mean of its speedups; of equals, the first measured); None where no candidate
-    is."""
+    faster than compile by `margin` (a fraction, or a shape's own) at every one, the fastest over
+    them all (the geometric mean of its speedups; of equals, the first measured); None where no
+    candidate is."""
+    need = margin if callable(margin) else (lambda _: margin)
     keys = [k for k in measured[0].candidates() if all(k in s.ms for s in measured)]  # in the order measured
-    need = {id(s): margin_of(s) if margin_of else margin for s in measured}
-    winners = [k for k in keys if all(s.ms[k] <= (1 - need[id(s)]) * s.ms["compile"] for s in measured)]
+    winners = [k for k in keys if all(s.ms[k] <= (1 - need(s)) * s.ms["compile"] for s in measured)]
     if not winners:
         return None
     return max(winners, key=lambda k: sum(math.log(s.ms["compile"] / s.ms[k]) for s in measured))
@@ -307,9 +307,7 @@ def derive_models(
     for group, buckets in sorted(by.items()):
         ranges: list[tuple[int, int, bool, str, list[tuple[Shape, str]]]] = []
         for (lo, hi, symbolic), measured in sorted(buckets.items()):
-            key = chosen(
-                measured, margin, lambda s: min(margin, LONG_MARGIN) if s.ms["compile"] >= LONG_KERNEL_US else margin
-            )
+            key = chosen(measured, lambda s: min(margin, LONG_MARGIN) if s.ms["compile"] >= LONG_KERNEL_US else margin)
             action = measured[0].candidates()[key] if key else "stock"
             quoted = [(s, key or s.fastest()) for s in measured]
             last = ranges[-1] if ranges else None

@@ -301,44 +301,48 @@ def test_a_survey_checks_every_output_a_kernel_writes() -> None:
         survey.check_written({"out0": a.clone()}, ["out0"], [a, b], torch.float32, "p")
 
 
+MODEL_ENV = {"gpu": "Test GPU", "torch": "2", "triton": "3", "transformers": "5"}
+
+
+def _model_row(
+    family: str, tilec: float, stock: float, tilec_dev: float | None, stock_dev: float | None, stock_first: bool = False
+) -> dict[str, object]:
+    """A row of `tilec bench --models` (inference) with these times, as bench/models.py writes it."""
+    return {
+        "family": family,
+        "mode": "infer",
+        "stock_first": stock_first,
+        "tilec_ms": tilec,
+        "stock_ms": stock,
+        "speedup": stock / tilec,
+        "tilec_spread_ms": [tilec, tilec],
+        "stock_spread_ms": [stock, stock],
+        "tilec_device_ms": tilec_dev,
+        "stock_device_ms": stock_dev,
+        "taken": 1,
+        "kernels": 2,
+        "error_tilec": 1e-3,
+        "error_stock": 1e-3,
+        "declined": {},
+    }
+
+
 def test_the_model_table_gives_device_time_beside_wall_time() -> None:
     """`tilec bench --models`' table: each row's device-time ratio beside the wall-time one, the
     geomeans of both, and a control run said to be one."""
     models = load("models")
-
-    def row(
-        family: str, tilec: float, stock: float, tilec_dev: float | None, stock_dev: float | None
-    ) -> dict[str, object]:
-        return {
-            "family": family,
-            "mode": "infer",
-            "tilec_ms": tilec,
-            "stock_ms": stock,
-            "speedup": stock / tilec,
-            "tilec_spread_ms": [tilec, tilec],
-            "stock_spread_ms": [stock, stock],
-            "tilec_device_ms": tilec_dev,
-            "stock_device_ms": stock_dev,
-            "taken": 1,
-            "kernels": 2,
-            "error_tilec": 1e-3,
-            "error_stock": 1e-3,
-            "declined": {},
-        }
-
-    env = {"gpu": "Test GPU", "torch": "2", "triton": "3", "transformers": "5"}
-    rows = [row("llama", 2.0, 2.0, 1.0, 1.1), row("gpt2", 1.0, 1.1, None, 1.0)]
-    text = models.markdown(rows, env, "default", "cuda", 10)
+    rows = [_model_row("llama", 2.0, 2.0, 1.0, 1.1), _model_row("gpt2", 1.0, 1.1, None, 1.0)]
+    text = models.markdown(rows, MODEL_ENV, "default", "cuda", 10)
     assert "| llama | infer | 2.000 | 2.000 | 1.000 | 2.000-2.000 | 2.000-2.000 | 1.000 | 1.100 | 1.100 | 1/2 |" in text
     # no device time for one side: that cell and the ratio's are empty
     assert "| gpt2 | infer | 1.000 | 1.100 | 1.100 | 1.000-1.000 | 1.100-1.100 |  | 1.000 |  | 1/2 |" in text
     assert "Geomean stock/tilec over the 2 rows: 1.049x." in text
     assert "Geomean of device time, stock/tilec: 1.100x." in text and "Control:" not in text
     assert "Control: the tilec column was compiled without tilec" in models.markdown(
-        rows, env, "default", "cuda", 10, control=True
+        rows, MODEL_ENV, "default", "cuda", 10, control=True
     )
     assert "size default (batch x tokens 4x1024), vocabulary 128256, bf16" in models.markdown(
-        rows, env, "default", "cuda", 10, vocab=128256
+        rows, MODEL_ENV, "default", "cuda", 10, vocab=128256
     )
 
 
@@ -383,31 +387,10 @@ def test_the_model_table_reads_both_orders() -> None:
     """`--both-orders`: each model and mode with either side first, and the geometric mean of the
     two readings, which the order does not favour."""
     models = load("models")
-
-    def row(first: bool, tilec: float, stock: float) -> dict[str, object]:
-        return {
-            "family": "llama",
-            "mode": "infer",
-            "stock_first": first,
-            "tilec_ms": tilec,
-            "stock_ms": stock,
-            "speedup": stock / tilec,
-            "tilec_spread_ms": [tilec, tilec],
-            "stock_spread_ms": [stock, stock],
-            "tilec_device_ms": 1.0,
-            "stock_device_ms": 1.0,
-            "taken": 1,
-            "kernels": 2,
-            "error_tilec": 1e-3,
-            "error_stock": 1e-3,
-            "declined": {},
-        }
-
-    env = {"gpu": "Test GPU", "torch": "2", "triton": "3", "transformers": "5"}
-    rows = [row(False, 1.02, 1.00), row(True, 1.00, 1.03)]
-    text = models.markdown(rows, env, "default", "cuda", 10)
+    rows = [_model_row("llama", 1.02, 1.00, 1.0, 1.0), _model_row("llama", 1.00, 1.03, 1.0, 1.0, stock_first=True)]
+    text = models.markdown(rows, MODEL_ENV, "default", "cuda", 10)
     assert "| llama | infer (stock first) | 1.000 | 1.030 |" in text
     assert "| llama | infer | 0.980 | 1.030 | 1.005 | 1.000 |" in text
     assert "Geomean over the 1 models and modes, both orders: 1.005x." in text
     assert "(`--stock-first`)" not in text
-    assert "(`--stock-first`)" in models.markdown(rows[1:], env, "default", "cuda", 10)
+    assert "(`--stock-first`)" in models.markdown(rows[1:], MODEL_ENV, "default", "cuda", 10)

@@ -45,8 +45,7 @@ Triton elsewhere).
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tilec.ir.core import Kernel, Value, defining_op
 from tilec.ir.ops.memory import LoadOp, StoreOp
@@ -1067,29 +1066,22 @@ def _family(kernel: Kernel) -> str:
     return "reduce"
 
 
+def _whole_rows(t: object) -> bool:
+    """Whether `t` is a block of whole rows: a 2-D tile with no broadcast dimension (a weight is
+    [1, RBLOCK], a per-row value [XBLOCK, 1])."""
+    return isinstance(t, TileType) and t.rank == 2 and all(d != 1 for d in t.shape)
+
+
 def _writes_rows(kernel: Kernel) -> bool:
-    """Whether the kernel stores whole rows ([XBLOCK, RBLOCK] tiles with no broadcast dimension),
-    not only values per row (a cross-entropy's log-sum-exp, [XBLOCK, 1])."""
-    return any(
-        isinstance(op, StoreOp)
-        and isinstance(t := op.value.type, TileType)
-        and t.rank == 2
-        and all(d != 1 for d in t.shape)
-        for op in kernel.walk()
-    )
+    """Whether the kernel stores whole rows, not only values per row (a cross-entropy's
+    log-sum-exp)."""
+    return any(isinstance(op, StoreOp) and _whole_rows(op.value.type) for op in kernel.walk())
 
 
 def _row_inputs(kernel: Kernel) -> int:
-    """How many pointers the kernel reads as whole rows: 2-D loads with no broadcast dimension (a
-    weight is [1, RBLOCK], a per-row value [XBLOCK, 1]); a row read in two loops counts once."""
-    ptrs = set()
-    for op in kernel.walk():
-        if not isinstance(op, LoadOp):
-            continue
-        t = op.results[0].type
-        if isinstance(t, TileType) and t.rank == 2 and all(d != 1 for d in t.shape):
-            ptrs.add(op.ptr)
-    return len(ptrs)
+    """How many pointers the kernel reads as whole rows (`_whole_rows` loads); a row read in two
+    loops counts once."""
+    return len({op.ptr for op in kernel.walk() if isinstance(op, LoadOp) and _whole_rows(op.results[0].type)})
 
 
 def signature(kernel: Kernel) -> Signature:
@@ -1604,7 +1596,7 @@ def choose(
         return Decline(f"{NO_TABLE} ({gpu}; the autotuner, tilec.config.autotune, decides where it can time)")
     rule = next((r for r in rules or () if r.covers(sig)), None)
     if rule is None and sig.family in FALLBACK:  # a family measured only in part: its parent's rules
-        sig = dataclasses.replace(sig, family=FALLBACK[sig.family])
+        sig = replace(sig, family=FALLBACK[sig.family])
         rule = next((r for r in rules or () if r.covers(sig)), None)
     where = sig.where()
     if rule is not None and rule.action == "stock" and decline:

@@ -25,6 +25,10 @@ from tilec.passes.rewrite import const_value
 Range = tuple[int, int]
 
 
+# ops that leave their operand's values as they are: broadcasts, added axes, layouts, reshapes
+_SHAPE_OPS = (BroadcastOp, ExpandDimsOp, ConvertLayoutOp, ReshapeOp)
+
+
 class RangeAnalysis:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
@@ -68,7 +72,7 @@ class RangeAnalysis:
         if isinstance(op, ProgramIdOp) and not isinstance(op, NumProgramsOp):
             g = self.grid(op.attr("axis"))
             return (0, g - 1) if g is not None else None
-        if isinstance(op, (BroadcastOp, ExpandDimsOp, ConvertLayoutOp, ReshapeOp)):
+        if isinstance(op, _SHAPE_OPS):
             return self(op.src)
         if isinstance(op, BinaryOp):
             a, b = self(op.lhs), self(op.rhs)
@@ -114,7 +118,7 @@ class RangeAnalysis:
 def _through_shape(v: Value) -> Value:
     """`v` before broadcasts, added axes, layout conversions and reshapes (the same values)."""
     op = defining_op(v)
-    while isinstance(op, (BroadcastOp, ExpandDimsOp, ConvertLayoutOp, ReshapeOp)):
+    while isinstance(op, _SHAPE_OPS):
         v = op.src
         op = defining_op(v)
     return v
