@@ -48,6 +48,9 @@ def test_misaligned_rows_equal_eager(emitter: str, name: str) -> None:
     fn, inputs = cases()[name]
     result = check_taken(fn, inputs, name, emitter)
     rows = [r for r in result.records if r.kernel.startswith("triton_red")]
-    assert rows and all(not any(m.startswith("align-rows:") for m in r.remarks) for r in rows), [
-        (r.kernel, r.remarks) for r in rows
+    # align-rows took every row loop; a piece whose running sum `accumulate` carries as a whole
+    # chunk keeps the chunk's width (the Triton cross-entropy backward's first loop), which it says
+    declined = [
+        m for r in rows for m in r.remarks if m.startswith("align-rows:") and "keeps the chunk's width" not in m
     ]
+    assert rows and not declined, [(r.kernel, r.remarks) for r in rows]

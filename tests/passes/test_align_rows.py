@@ -49,28 +49,38 @@ def _inputs(name: str, rows: int, cols: int) -> list[torch.Tensor]:
     return [x, torch.tensor(1.0), labels]
 
 
-def _pipeline(chunk: int, xblock: int = 1) -> str:
-    return f"plan{{xblock={xblock},max_rblock={chunk},chunk={chunk}}},align-rows,canonicalize,peel,canonicalize,cse,dce"
+def _pipeline(chunk: int, xblock: int = 1, accumulate: bool = False) -> str:
+    # accumulate first, as the pipelines run it: a piece whose running sum it carries as a whole
+    # chunk keeps the chunk's width
+    first = "accumulate{where=all}," if accumulate else ""
+    plan = f"plan{{xblock={xblock},max_rblock={chunk},chunk={chunk}}}"
+    return f"{plan},{first}align-rows{{narrow=true}},canonicalize,peel,canonicalize,cse,dce"
 
 
 @settings(max_examples=examples(6), deadline=None)
 @given(
     name=st.sampled_from(sorted(FUNCTIONS)),
     rows=st.integers(2, 5),  # (a single row is a kernel without rows)
-    cols=st.sampled_from([257, 1001, 1536, 3001]),
+    cols=st.sampled_from([257, 1001, 1100, 1536, 3001]),
     chunk=st.sampled_from([64, 256]),
+    accumulate=st.booleans(),
 )
 # eight rows: every misalignment 0-7 once. Rows of 257 in chunks of 64 with a head of 7 leave no
 # rest at all (the rest's vectors and the last partial vector are empty loops); rows of 1001
-# with a head of 7 end on a vector boundary (no partial vector)
-@example(name="softmax", rows=8, cols=257, chunk=64)
-@example(name="cross_entropy_grad", rows=8, cols=1001, chunk=64)
-@example(name="rmsnorm", rows=8, cols=3001, chunk=256)
-def test_aligned_chunks_equal_eager(name: str, rows: int, cols: int, chunk: int) -> None:
+# with a head of 7 end on a vector boundary (no partial vector); the rest of rows of 1100 spans
+# at most 72 columns (a tile of 128 for chunks of 256) or 8 (a tile of one vector for chunks of 64)
+@example(name="softmax", rows=8, cols=257, chunk=64, accumulate=False)
+@example(name="cross_entropy_grad", rows=8, cols=1001, chunk=64, accumulate=False)
+@example(name="rmsnorm", rows=8, cols=3001, chunk=256, accumulate=False)
+@example(name="rmsnorm", rows=8, cols=1100, chunk=256, accumulate=True)
+@example(name="cross_entropy_grad", rows=8, cols=1100, chunk=64, accumulate=True)
+def test_aligned_chunks_equal_eager(name: str, rows: int, cols: int, chunk: int, accumulate: bool) -> None:
     inputs = _inputs(name, rows, cols)
-    got, _, kernels = run_chain(FUNCTIONS[name], inputs, pipeline=_pipeline(chunk))
+    got, _, kernels = run_chain(FUNCTIONS[name], inputs, pipeline=_pipeline(chunk, accumulate=accumulate))
     hinted = [op for k in kernels for op in k.walk() if isinstance(op, AssumeMultipleOp)]
     assert bool(hinted) == (cols % 8 != 0), (name, cols)  # 1536 bf16 rows start aligned already
+    vector_wide = any(op.name == "tile.arange" and op.attr("end") == 8 for k in kernels for op in k.walk())
+    assert vector_wide == (cols % 8 != 0), (name, cols)  # the first and last vectors: tiles of 8
     want = FUNCTIONS[name](*[t.float() if t.is_floating_point() else t for t in inputs])
     assert_close(got.float().reshape(want.shape), want, torch.bfloat16, what=f"{name} {rows}x{cols} chunk {chunk}")
 
@@ -96,8 +106,10 @@ def test_the_chunks_between_head_and_rest_are_unmasked() -> None:
 
 def test_the_rest_of_a_row_is_read_in_vectors(tmp_path) -> None:
     """Compiled for sm_90 (pointers 16-byte aligned, as Triton specializes them at launch), the
-    softmax of rows of 50257 reads and writes the chunks between the first and the rest, and the
-    rest's whole vectors, in 16-byte vectors: two loops' worth of vector loads per row loop."""
+    softmax of rows of 50257 reads and writes the chunks between the first vector and the rest in
+    16-byte vectors, and the rest's whole vectors (a tile of 2048: the rest spans at most 1096
+    columns) in vectors of what a thread holds of it. Only the first and the last partial
+    vector, tiles of 8, are read and written an element at a time."""
     import collections
     import re
 
@@ -114,19 +126,29 @@ def test_the_rest_of_a_row_is_read_in_vectors(tmp_path) -> None:
     module = parse(print_kernel(k.result.kernel))
     run_pipeline(module, "triton-default")
     kernel = module.kernels[0]
+    ranges = sorted({op.attr("end") for op in kernel.walk() if op.name == "tile.arange"})
+    assert ranges == [1, 8, 2048, kernel.constexprs["RBLOCK"]], ranges
     counts = collections.Counter(re.findall(r"(?:ld|st)\.global[.:\w]*", triton_ptx(kernel, tmp_path)))
-    vector_loads = sum(n for ins, n in counts.items() if ins.startswith("ld.global") and ".v4." in ins)
-    vector_stores = sum(n for ins, n in counts.items() if ins.startswith("st.global") and ".v4." in ins)
-    # a chunk's 16-byte vectors a thread: RBLOCK bf16 over the program's threads
-    per_chunk = kernel.constexprs["RBLOCK"] * 2 // (16 * 32 * kernel.launch.num_warps)
+
+    def count(kind: str, width: str) -> int:
+        return sum(n for ins, n in counts.items() if ins.startswith(kind) and width in ins)
+
+    threads = 32 * kernel.launch.num_warps
+    per_chunk = kernel.constexprs["RBLOCK"] * 2 // (16 * threads)  # 16-byte vectors a thread
     assert per_chunk >= 1
-    # the middle chunks and the rest's vectors: twice per row loop; the output loop stores them
-    assert vector_loads == 2 * 2 * per_chunk and vector_stores == 2 * per_chunk, counts
+    # the middle chunks: once per row loop (loads), once in the output loop (stores)
+    assert count("ld.global", ".v4.") == 2 * per_chunk and count("st.global", ".v4.") == per_chunk, counts
+    # the rest: 2048 bf16 over the threads, 4 a thread here, so 8-byte vectors
+    assert 2048 // threads == 4
+    assert count("ld.global", ".v2.") == 2 and count("st.global", ".v2.") == 1, counts
+    # one element a thread for each vector-wide piece: the first and last vectors' stores
+    assert count("st.global", ".b16") == 2, counts
 
 
 @pytest.mark.parametrize("dynamic", [False, True])
-def test_emitted_triton_reads_aligned_chunks(dynamic: bool) -> None:
-    inputs = _inputs("cross_entropy_grad", 4, 1001)
+@pytest.mark.parametrize("cols", [1001, 1100])  # 1100: the rest a tile of 128, not a chunk
+def test_emitted_triton_reads_aligned_chunks(dynamic: bool, cols: int) -> None:
+    inputs = _inputs("cross_entropy_grad", 4, cols)
     got, _, _ = run_chain(cross_entropy_grad, inputs, dynamic=dynamic, pipeline=_pipeline(256), triton=True)
     want = cross_entropy_grad(*[t.float() if t.is_floating_point() else t for t in inputs])
     assert_close(got.float().reshape(want.shape), want, torch.bfloat16)
@@ -135,3 +157,29 @@ def test_emitted_triton_reads_aligned_chunks(dynamic: bool) -> None:
 def test_rows_of_several_per_program_are_left() -> None:
     _, _, (kernel,) = run_chain(softmax, _inputs("softmax", 8, 1001), pipeline=_pipeline(256, xblock=2))
     assert not any(isinstance(op, AssumeMultipleOp) for op in kernel.walk())
+
+
+def test_a_piece_whose_running_sum_accumulate_carries_keeps_the_chunk_width() -> None:
+    """RMSNorm's sum of squares, carried by `accumulate` as a whole chunk from one piece to the
+    next, leaves the first pass's pieces chunk-wide (the remark says so); its output loop, which
+    carries nothing, is narrowed."""
+    from tilec.frontend import Lowered
+    from tilec.frontend.capture import capture
+    from tilec.ir import parse, print_kernel
+    from tilec.passes import run_pipeline
+    from tilec.passes.base import collecting_remarks
+
+    (k,) = capture(rmsnorm, [torch.randn(8, 1100).bfloat16()], strict=True)
+    assert isinstance(k.result, Lowered)
+    module = parse(print_kernel(k.result.kernel))
+    with collecting_remarks() as remarks:
+        run_pipeline(module, "plan{xblock=1,max_rblock=256,chunk=256},accumulate{where=all},align-rows{narrow=true}")
+    kept = [r.message for r in remarks if r.pass_name == "align-rows"]
+    assert kept == [
+        "the first vector of a row loop keeps the chunk's width: it carries a tile of the chunk's width",
+        "the rest of a row loop keeps the chunk's width: it carries a tile of the chunk's width",
+        "the last vector of a row loop keeps the chunk's width: it carries a tile of the chunk's width",
+    ], kept
+    loops = [op for op in module.kernels[0].body.ops if isinstance(op, ForOp)]
+    steps = [defining_op(loop.step).attr("value") for loop in loops]  # type: ignore[union-attr]
+    assert steps == [256] * 4 + [8, 256, 128, 8], steps  # the output loop's pieces: 8, chunks, 128, 8

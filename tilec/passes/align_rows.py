@@ -55,7 +55,7 @@ from tilec.ir.builder import Builder
 from tilec.ir.clone import clone_op
 from tilec.ir.core import Kernel, Module, Operation, Value, defining_op, replace_uses
 from tilec.ir.dtypes import DType
-from tilec.ir.ops import BroadcastOp, CmpOp, ForOp, LoadOp, ProgramIdOp, ReductionOp, StoreOp
+from tilec.ir.ops import ArangeOp, BroadcastOp, CmpOp, ForOp, LoadOp, ProgramIdOp, ReductionOp, StoreOp
 from tilec.ir.ops.common import elem_dtype
 from tilec.ir.types import PointerType, TileType
 from tilec.passes.affine import local_stride
@@ -222,10 +222,84 @@ def _bound_at_vector(loop: ForOp, mask: Value, col: Value, shifted: Value, end: 
     replace_uses(loop.body, mask, inside, keep=[defining_op(inside)])
 
 
-def align_loop(kernel: Kernel, loop: ForOp, rows: list[LoadOp | StoreOp], rnumel: int, vec: int) -> None:
+def _wide(t: object, width: int) -> bool:
+    return isinstance(t, TileType) and t.shape[-1] == width
+
+
+def _retype(op: Operation, width: int, new: int) -> None:
+    """`op`'s chunk-wide results (and an arange's end) made `new` columns wide."""
+    for r in op.results:
+        if _wide(r.type, width):
+            t = r.type
+            assert isinstance(t, TileType)
+            r.type = t.with_(shape=(*t.shape[:-1], new))
+    if isinstance(op, ArangeOp):
+        op.attributes["end"] = op.attr("start") + new
+
+
+def narrow_loop(loop: ForOp, width: int, new: int) -> str | None:
+    """Makes `loop`'s chunk `new` columns wide where it was `width` (its step too): its tiles of
+    `width` columns, and copies, before the loop, of those it uses from outside. Returns why it
+    cannot, for a loop that carries a chunk-wide tile (`accumulate`'s running sums: the loops
+    before and after it carry the same tile) or uses one that is not computed from ranges,
+    broadcasts and elementwise ops."""
+    if any(_wide(v.type, width) for v in loop.inits):
+        return "it carries a tile of the chunk's width"
+    outside: dict[int, Value] = {}
+    b = Builder.before(loop)
+
+    def narrowed(v: Value) -> Value | None:
+        if id(v) in outside:
+            return outside[id(v)]
+        op = defining_op(v)
+        if op is None or op.regions or isinstance(op, (LoadOp, ReductionOp)):
+            return None
+        mapping: dict[int, Value] = {}
+        for o in op.operands:
+            if _wide(o.type, width):
+                n = narrowed(o)
+                if n is None:
+                    return None
+                mapping[id(o)] = n
+        copy = b.insert(clone_op(op, mapping))
+        _retype(copy, width, new)
+        for old, fresh in zip(op.results, copy.results):
+            outside[id(old)] = fresh
+        return outside[id(v)]
+
+    ops = list(loop.body.walk())
+    inner = {id(r) for op in ops for r in op.results}
+    # the copies first (a loop left as it was leaves them unused, for dce), then the loop changes
+    for op in ops:
+        for o in op.operands:
+            if id(o) not in inner and _wide(o.type, width) and narrowed(o) is None:
+                return f"it uses %{o.name_hint}, a chunk-wide tile it cannot narrow"
+    for op in ops:
+        op.operands = [outside.get(id(o), o) if id(o) not in inner else o for o in op.operands]
+        _retype(op, width, new)
+    step = loop.step.type
+    assert isinstance(step, DType)
+    loop.step = b.constant(new, step, "vec" if new < 64 else "rest")
+    return None
+
+
+def _rest_width(rnumel: int, vec: int, chunk: int) -> int:
+    """The columns the rest's whole vectors can span (after the first vector and the whole
+    chunks), over every misalignment, rounded up to a power of two."""
+    most = 0
+    for head in range(vec):
+        span = rnumel + head
+        full = vec + (span - vec) // chunk * chunk
+        most = max(most, span - span % vec - full)
+    return max(vec, 1 << max(0, most - 1).bit_length())
+
+
+def align_loop(
+    kernel: Kernel, loop: ForOp, rows: list[LoadOp | StoreOp], rnumel: int, vec: int, narrow: bool = False
+) -> list[str]:
     """Splits `loop` (whose accesses at the row start plus the column are `rows`) into its first
-    chunk, the aligned chunks inside the row, the rest's whole vectors and its last partial
-    vector."""
+    vector, the aligned chunks inside the row, the rest's whole vectors and its last partial
+    vector; returns why a piece kept the chunk's width."""
     pid = next(op for op in kernel.body.ops if isinstance(op, ProgramIdOp)).result
     iv = loop.induction_var
     it = iv.type
@@ -297,6 +371,16 @@ def align_loop(kernel: Kernel, loop: ForOp, rows: list[LoadOp | StoreOp], rnumel
         parent.insert(at + 1 + k, new_loop)
     for old, new in zip(loop.results, tail.results):
         replace_uses(parent, old, new, keep=[middle, vectors])
+    if not narrow:
+        return []
+    # the first chunk and the last partial vector hold less than a vector of the row, the rest's
+    # vectors less than a chunk: each as a tile of its own width, not the chunk's
+    rest = _rest_width(rnumel, vec, step)
+    kept = []
+    for what, piece, width in (("first vector", loop, vec), ("rest", vectors, rest), ("last vector", tail, vec)):
+        if width < step and (why := narrow_loop(piece, step, width)) is not None:
+            kept.append(f"the {what} of a row loop keeps the chunk's width: {why}")
+    return kept
 
 
 @register
@@ -304,6 +388,9 @@ class AlignRows(Pass):
     """Row loops of misaligned rows read aligned chunks: 16-byte vectors inside the row."""
 
     name = "align-rows"
+    # the first vector, the rest and the last partial vector as tiles of their own width (the
+    # Triton pipeline's), not the chunk's
+    narrow: bool = False
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
@@ -315,4 +402,5 @@ class AlignRows(Pass):
             for loop in _loops(kernel):
                 rows = _row_accesses(loop, rnumel)
                 if rows:
-                    align_loop(kernel, loop, rows, rnumel, vec)
+                    for why in align_loop(kernel, loop, rows, rnumel, vec, self.narrow):
+                        self.remark(kernel, why)
