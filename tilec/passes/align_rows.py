@@ -245,6 +245,8 @@ def narrow_loop(loop: ForOp, width: int, new: int) -> str | None:
     broadcasts and elementwise ops."""
     if any(_wide(v.type, width) for v in loop.inits):
         return "it carries a tile of the chunk's width"
+    if any(op.regions for op in loop.body.walk()):
+        return "it holds a loop or a branch of its own"
     outside: dict[int, Value] = {}
     b = Builder.before(loop)
 
