@@ -394,3 +394,23 @@ def test_the_model_table_reads_both_orders() -> None:
     assert "Geomean over the 1 models and modes, both orders: 1.005x." in text
     assert "(`--stock-first`)" not in text
     assert "(`--stock-first`)" in models.markdown(rows[1:], MODEL_ENV, "default", "cuda", 10)
+
+
+def test_the_kernel_rules_script_runs_valid_bench_commands(bench) -> None:
+    """scripts/derive-kernel-rules: each `tilec bench` it runs parses, with ops and implementations
+    the bench knows, and writes where `bench/rules.py --kernels` looks (under $OUT)."""
+    import shlex
+
+    text = (Path(__file__).resolve().parents[2] / "scripts" / "derive-kernel-rules").read_text()
+    joined = text.replace("\\\n", " ")
+    commands = [
+        line.split("python3 -m tilec.cli bench", 1)[1] for line in joined.splitlines() if "tilec.cli bench" in line
+    ]
+    assert len(commands) == 2
+    for command in commands:
+        argv = shlex.split(command.split(">", 1)[0].replace('"$OUT', "OUT").replace('"', ""))
+        args = bench.parser().parse_args(argv)
+        assert args.bwd and args.out.startswith("OUT/")
+        assert all(op in bench.OPS for op in args.ops.split(","))
+        assert all(impl in bench.IMPLS for impl in args.impls.split(",")) and "tilec-autotune" in args.impls
+    assert 'bench/rules.py --kernels "$OUT"' in text
