@@ -125,6 +125,8 @@ def cmd_dump(args: argparse.Namespace) -> int:
     # torch is imported here only: `tilec opt` must not pay for it
     if args.check and args.emit is None:
         raise UsageError("--check compiles the emitted source; add --emit gluon or --emit triton")
+    if args.remarks and not (args.pipeline or args.emit):
+        raise UsageError("--remarks prints what the passes say; add -p PIPELINE or --emit gluon/triton")
     from tilec.dump import dump, parse_shape
     from tilec.frontend.entry import EntryError
 
@@ -141,6 +143,7 @@ def cmd_dump(args: argparse.Namespace) -> int:
             strict=args.traceback,
             emit=args.emit,
             check=args.check,
+            remarks=args.remarks,
         )
     except EntryError as e:
         raise UsageError(str(e)) from e
@@ -241,6 +244,11 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--check", choices=["sm_90", "sm_100"], help="with --emit: compile each kernel (no GPU needed)")
     dump.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cuda (fake H100 without a GPU) or cpu")
     dump.add_argument("--source", action="store_true", help="also print Inductor's own Triton source, as comments")
+    dump.add_argument(
+        "--remarks",
+        action="store_true",
+        help="with -p or --emit: print, under each kernel, why each pass left it (or part of it) as it was",
+    )
     dump.add_argument(
         "--dynamic", action="store_true", help="trace with every input's leading dimensions symbolic (the last static)"
     )

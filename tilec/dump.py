@@ -66,6 +66,7 @@ def dump(
     strict: bool = False,
     emit: str | None = None,
     check: str | None = None,
+    remarks: bool = False,
 ) -> tuple[str, int]:
     """The text `tilec dump` prints, and how many taken kernels failed to compile (with `check`)."""
     import torch
@@ -89,7 +90,9 @@ def dump(
     if emit and not pipeline:
         pipeline = f"{emit}-default"
         header += f"// -p {pipeline} (the {emit} emitter's default pipeline)\n"
-    text, failures = format_kernels(kernels, ir=ir, pipeline=pipeline, source=source, emit=emit, check=check)
+    text, failures = format_kernels(
+        kernels, ir=ir, pipeline=pipeline, source=source, emit=emit, check=check, remarks=remarks
+    )
     return header + text, failures
 
 
@@ -110,9 +113,11 @@ def format_kernels(
     source: bool = False,
     emit: str | None = None,
     check: str | None = None,
+    remarks: bool = False,
 ) -> tuple[str, int]:
-    """Per captured kernel: Inductor's name, the summary line, then (with `ir`) its tile IR and
-    (with `emit`) the emitted source; with `check`, that source's ahead-of-time compile.
+    """Per captured kernel: Inductor's name, the summary line, (with `remarks` and a pipeline)
+    why each pass left the kernel or part of it as it was, then (with `ir`) its tile IR and (with
+    `emit`) the emitted source; with `check`, that source's ahead-of-time compile.
     Returns the text and the number of kernels that failed to compile."""
     from tilec.frontend.result import Lowered
     from tilec.ir import Module, print_module, verify
@@ -125,14 +130,18 @@ def format_kernels(
         lines.append(f"// {k.summary()}")
         if source and k.source:
             lines.extend(f"//   {line}" if line else "//" for line in k.source.strip("\n").splitlines())
-        if not isinstance(k.result, Lowered) or not (ir or emit):
+        if not isinstance(k.result, Lowered) or not (ir or emit or remarks):
             continue
         module = Module([k.result.kernel])
         verify(module)
         if pipeline:
             from tilec.passes import run_pipeline
+            from tilec.passes.base import collecting_remarks
 
-            run_pipeline(module, pipeline)
+            with collecting_remarks() as made:
+                run_pipeline(module, pipeline)
+            if remarks:
+                lines.extend(f"// {r}" for r in made)
         if ir:
             lines.append(print_module(module).rstrip("\n"))
         if emit is None:

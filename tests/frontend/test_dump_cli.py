@@ -259,3 +259,16 @@ def test_user_errors(
 def test_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "dump", "/nonexistent/model.py")
     assert code == 2 and "no such file" in err
+
+
+def test_remarks_say_why_each_pass_left_a_kernel(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--remarks` prints, under each kernel, what the passes of the pipeline left and why (here
+    a row of 1000 elements fits one tile: nothing to peel or to align)."""
+    code, out, err = run(capsys, "dump", RMSNORM, "--shape", "64,1000", "-p", "triton-default", "--remarks")
+    assert code == 0, err
+    kernel = "triton_per_fused__to_copy_add_mean_mul_pow_rsqrt_0"
+    assert f"// remark: @{kernel}: peel: no loop" in out
+    assert f"// remark: @{kernel}: align-rows: " in out
+    assert out.index(f"// {kernel}") < out.index("// remark:") < out.index("tile.kernel")
+    code, out, err = run(capsys, "dump", RMSNORM, "--shape", "64,1000", "--remarks")
+    assert code == 2 and "--remarks prints what the passes say; add -p PIPELINE" in err
