@@ -183,3 +183,29 @@ def test_a_piece_whose_running_sum_accumulate_carries_keeps_the_chunk_width() ->
     loops = [op for op in module.kernels[0].body.ops if isinstance(op, ForOp)]
     steps = [defining_op(loop.step).attr("value") for loop in loops]  # type: ignore[union-attr]
     assert steps == [256] * 4 + [8, 256, 128, 8], steps  # the output loop's pieces: 8, chunks, 128, 8
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    rnumel=st.integers(9, 300000),
+    vec=st.sampled_from([2, 4, 8, 16]),
+    doublings=st.integers(0, 12),
+)
+@example(rnumel=50257, vec=8, doublings=10)  # chunks of 8192: the rest spans at most 1096 columns
+@example(rnumel=1100, vec=8, doublings=6)  # the golden test's: chunks of 512, a rest of 72 at most
+def test_the_rest_tile_covers_the_rest_at_every_misalignment(rnumel: int, vec: int, doublings: int) -> None:
+    """The rest's tile is a power of two, at least a vector, no narrower than what the rest spans
+    at any misalignment (its loop then takes one step), and never wider than a chunk."""
+    from tilec.passes.align_rows import _rest_width
+
+    chunk = vec << doublings
+    width = _rest_width(rnumel, vec, chunk)
+    assert width >= vec and width & (width - 1) == 0
+    spans = []
+    for head in range(vec):
+        span = rnumel + head
+        full = vec + (span - vec) // chunk * chunk
+        spans.append(span - span % vec - full)
+    assert max(spans) <= width
+    assert width < 2 * max(max(spans), vec)  # no wider than the rounding up needs
+    assert max(spans) < chunk and width <= chunk  # the rest is less than a chunk: never a wider tile
