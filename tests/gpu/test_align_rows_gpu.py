@@ -48,9 +48,9 @@ def test_misaligned_rows_equal_eager(emitter: str, name: str) -> None:
     fn, inputs = cases()[name]
     result = check_taken(fn, inputs, name, emitter)
     rows = [r for r in result.records if r.kernel.startswith("triton_red")]
-    # align-rows took every row loop; a piece whose running sum `accumulate` carries as a whole
-    # chunk keeps the chunk's width (the Triton cross-entropy backward's first loop), which it says
-    declined = [
-        m for r in rows for m in r.remarks if m.startswith("align-rows:") and "keeps the chunk's width" not in m
-    ]
-    assert rows and not declined, [(r.kernel, r.remarks) for r in rows]
+    # align-rows took every row loop. Only the Triton pipeline narrows its pieces, and there a piece
+    # whose running sum `accumulate` carries as a whole chunk keeps the chunk's width (the
+    # cross-entropy backward's first loop), which it says; nothing else is remarked
+    said = [m for r in rows for m in r.remarks if m.startswith("align-rows:")]
+    kept = [m for m in said if m.endswith("keeps the chunk's width: it carries a tile of the chunk's width")]
+    assert rows and said == (kept if emitter == "triton" else []), [(r.kernel, r.remarks) for r in rows]

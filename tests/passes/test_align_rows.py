@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from profiles import examples
 
@@ -199,13 +199,16 @@ def test_the_rest_tile_covers_the_rest_at_every_misalignment(rnumel: int, vec: i
     from tilec.passes.align_rows import _rest_width
 
     chunk = vec << doublings
+    assume(rnumel > chunk)  # align-rows takes loops of more than one chunk only
     width = _rest_width(rnumel, vec, chunk)
     assert width >= vec and width & (width - 1) == 0
     spans = []
-    for head in range(vec):
-        span = rnumel + head
-        full = vec + (span - vec) // chunk * chunk
-        spans.append(span - span % vec - full)
+    for head in range(vec):  # the shifted row is [head, rnumel + head); vectors start at 0, 8, ...
+        end = rnumel + head
+        done = vec  # past the first vector, whole chunks while they fit inside the row
+        while done + chunk <= end:
+            done += chunk
+        spans.append(end // vec * vec - done)  # the rest: up to the last whole vector
     assert max(spans) <= width
     assert width < 2 * max(max(spans), vec)  # no wider than the rounding up needs
     assert max(spans) < chunk and width <= chunk  # the rest is less than a chunk: never a wider tile

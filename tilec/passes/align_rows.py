@@ -277,7 +277,7 @@ def narrow_loop(loop: ForOp, width: int, new: int) -> str | None:
             if id(o) not in inner and _wide(o.type, width) and narrowed(o) is None:
                 return f"it uses %{o.name_hint}, a chunk-wide tile it cannot narrow"
     for op in ops:
-        op.operands = [outside.get(id(o), o) if id(o) not in inner else o for o in op.operands]
+        op.operands = [outside.get(id(o), o) for o in op.operands]  # (outside: values from before the loop)
         _retype(op, width, new)
     step = loop.step.type
     assert isinstance(step, DType)

@@ -54,7 +54,7 @@ TRITON_DEFAULT = [
     "accumulate",  # as in the Gluon pipeline: sums across warps reduced once per loop (long rows)
     # as in the Gluon pipeline, misaligned rows read in aligned chunks; the first vector, the rest
     # and the last partial vector as tiles of their own width, not whole chunks: softmax over rows
-    # of 50257 on the H100 from 68.1 to 74.9% of a copy at the heuristic plan, LayerNorm 39.9 to
+    # of 50257 on the H100 from 68.0 to 74.9% of a copy at the heuristic plan, LayerNorm 39.9 to
     # 60.2 (bench/results/2026-11-26-h100-narrow-ends). Running sums that `accumulate` carries
     # across the pieces as whole chunks keep the chunk's width
     "align-rows{narrow=true}",
