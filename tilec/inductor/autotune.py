@@ -505,6 +505,7 @@ def _tune(
     errors: dict[str, str] = {}
     args: list[Any] | None = None
     for c in cands:
+        log.debug("tilec: autotuning: timing %s", c)
         try:
             if c == STOCK and banded:
                 ms[c] = _time_stock_mix_order(scheduling, features, lowered, device)

@@ -385,6 +385,17 @@ def align_loop(
     return kept
 
 
+# Why a kernel with a loop over the row that reads none of it keeps every piece chunk-wide. Such
+# a loop's tiles (the cross-entropy backward's sum of its one-hot rows) have no load for Triton to
+# lay them out by; beside narrow pieces, Triton 3.6 laid the loop's chunk-wide tiles out by the
+# row's [1, 1] values, a whole chunk in each thread (at chunks of 32768 over 32 warps, a compile
+# that had not ended after five minutes; chunk-wide pieces keep it to one layout, in a second).
+READLESS = (
+    "a loop over the row reads none of it: its tiles have no load to be laid out by, so every piece "
+    "keeps the chunk's width (beside narrow pieces Triton lays them out a whole chunk a thread)"
+)
+
+
 @register
 class AlignRows(Pass):
     """Row loops of misaligned rows read aligned chunks: 16-byte vectors inside the row."""
@@ -401,8 +412,12 @@ class AlignRows(Pass):
                 self.remark(kernel, found)
                 continue
             vec, rnumel = found
-            for loop in _loops(kernel):
-                rows = _row_accesses(loop, rnumel)
+            loops = [(loop, _row_accesses(loop, rnumel)) for loop in _loops(kernel)]
+            narrow = self.narrow
+            if narrow and any(not rows for _, rows in loops):
+                narrow = False
+                self.remark(kernel, READLESS)
+            for loop, rows in loops:
                 if rows:
-                    for why in align_loop(kernel, loop, rows, rnumel, vec, self.narrow):
+                    for why in align_loop(kernel, loop, rows, rnumel, vec, narrow):
                         self.remark(kernel, why)
