@@ -587,7 +587,15 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
                 "kernels:2026-11-26-h100-vocab-kernels",
             ),
         ),
-        ("H200", ("2026-11-26-h200-narrow-ends", "2026-11-26-h200-fanout", "kernels:2026-11-26-h200-model-kernels")),
+        (
+            "H200",
+            (
+                "2026-11-26-h200-narrow-ends",
+                "2026-11-26-h200-fanout",
+                "kernels:2026-11-26-h200-model-kernels",
+                "kernels:2026-11-26-h200-long-bwd-kernels",
+            ),
+        ),
     ],
 )
 def test_each_gpus_table_is_what_the_tool_derives(gpu: str, runs: tuple[str, ...]) -> None:
