@@ -594,6 +594,7 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
                 "2026-11-26-h200-fanout",
                 "kernels:2026-11-26-h200-model-kernels",
                 "kernels:2026-11-26-h200-long-bwd-kernels",
+                "kernels:2026-11-26-h200-cross-entropy-kernels",
             ),
         ),
     ],
@@ -762,14 +763,22 @@ def _cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         ),
         # rows no log-sum-exp rule covers: softmax's rule for the row size decides
         (64, 2048, "H100", "softmax", "triton", "xblock=2,num_warps=4", "2026-11-26-h100-narrow-ends"),
-        (4096, 32000, "H200", "softmax", "triton", "xblock=1,num_warps=8", "2026-11-26-h200-narrow-ends"),
+        (
+            4096,
+            32000,
+            "H200",
+            "log-sum-exp",
+            "gluon",
+            "xblock=1,num_warps=4",
+            "2026-11-26-h200-cross-entropy-kernels",
+        ),
     ],
 )
 def test_a_cross_entropys_log_sum_exp_has_rules_of_its_own(
     rows: int, vocab: int, gpu: str, family: str, emitter: str, plan: str, run: str
 ) -> None:
     """A cross-entropy's forward reduces like softmax (a max, then a sum of exponentials) but writes
-    only a value per row: the family `log-sum-exp`, with rules measured on it in place (H100); where
+    only a value per row: the family `log-sum-exp`, with rules measured on it in place (H100, H200); where
     no such rule covers its rows, softmax's rules for the row size decide (`chooser.FALLBACK`), the
     reason naming the softmax rule it used."""
     from tilec.frontend.capture import capture

@@ -1554,6 +1554,69 @@ H200_RULES: tuple[Rule, ...] = (
         plan="xblock=1,chunk=16384,num_warps=16",
         row_inputs=3,
     ),
+    # the cross-entropy's kernels timed in place (`scripts/derive-kernel-rules ce`)
+    Rule(
+        "log-sum-exp",
+        32768,
+        65536,
+        "gluon",
+        "2026-11-26-h200-cross-entropy-kernels",
+        "4096x32000 86.2 vs 193.1 us; 8192x32000 160.1 vs 369.6 us",
+        plan="xblock=1,num_warps=4",
+    ),
+    Rule(
+        "log-sum-exp",
+        65536,
+        131072,
+        "gluon",
+        "2026-11-26-h200-cross-entropy-kernels",
+        "8192x50257 269.1 vs 643.6 us",
+        plan="target_elems=8192",
+    ),
+    Rule(
+        "log-sum-exp",
+        131072,
+        262144,
+        "gluon",
+        "2026-11-26-h200-cross-entropy-kernels",
+        "4096x128256 316.7 vs 689.7 us; 8192x128256 590.7 vs 1337.6 us",
+        plan="xblock=1,num_warps=4",
+    ),
+    Rule(
+        "log-sum-exp",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-26-h200-cross-entropy-kernels",
+        "4096x256000 606.6 vs 1310.3 us; 8192x256000 1148.8 vs 2549.4 us",
+    ),
+    Rule(
+        "sum-of-products",
+        65536,
+        131072,
+        "gluon",
+        "2026-11-26-h200-cross-entropy-kernels",
+        "1x8192 12.1 vs 13.1 us; 1x8192 12.2 vs 13.0 us; 1x8192 12.2 vs 13.2 us; 1x8192 12.3 vs 13.2 us",
+        plan="target_elems=8192",
+        elem_bytes=8,
+        row_inputs=0,
+    ),
+    Rule(
+        "sum-of-products",
+        32768,
+        65536,
+        "triton",
+        "2026-11-26-h200-cross-entropy-kernels",
+        "4096x32000 138.9 vs 173.3 us; 8192x32000 271.2 vs 331.6 us",
+    ),
+    Rule(
+        "sum-of-products",
+        131072,
+        524288,
+        "triton",
+        "2026-11-26-h200-cross-entropy-kernels",
+        "4096x128256 553.5 vs 651.3 us; 8192x128256 1091.5 vs 1261.4 us; 4096x256000 1096.9 vs 1649.4 us; 8192x256000 2172.8 vs 3217.4 us",
+    ),
 )
 
 # Tables by GPU (the driver's name for it: `torch.cuda.get_device_properties(i).name`): rules hold
@@ -1586,9 +1649,10 @@ class MixOrderFusion:
 # and read by two projections), each op's slowest figures against stock's quoted. The H100: faster
 # at every one of 30 op-shapes from 2048x4096 to 8192x16384 (1.11-1.95x); 1024 rows of 2048
 # (fewer rows, shorter rows) lost for LayerNorm (bench/fusion_probe.py, unfused.jsonl there). The
-# H200: faster at the 20 op-shapes of rows of 4096-8192 (1.20-1.81x); at rows of 16384 LayerNorm
-# lost (4096x16384 43.1 vs 45.5) and the residual-fused RMSNorm tied, so they stay as stock
-# fuses them. Square shapes, which stock never fuses (tilec.frontend.fusion), measured faster fused
+# H200: faster at the same 30 op-shapes (1.01-1.79x; the residual-fused RMSNorm at rows of 16384
+# by 1.2-1.7%, the others by 19% or more), since the banded kernel takes its rows of 16384 in
+# chunks (band-chunks); before that, LayerNorm lost at rows of 16384 (43.1 vs 45.5 at 4096x16384,
+# bench/results/2026-11-26-h200-fusion) and the range stopped at 8192. Square shapes, which stock never fuses (tilec.frontend.fusion), measured faster fused
 # on both: the H100 at 4096x4096 to 16384x16384 (1.24-2.04x, bench/results/2026-11-26-h100-square-fusion),
 # the H200 at 4096x4096 and 8192x8192 (1.30-2.12x, ../2026-11-26-h200-square-fusion). A GPU without
 # an entry fuses what stock fuses.
@@ -1605,11 +1669,11 @@ MIX_ORDER_FUSIONS: dict[str, MixOrderFusion] = {
     H200.name: MixOrderFusion(
         2048,
         4096,
-        8192,
+        16384,
         2,
-        "2026-11-26-h200-fusion",
-        "rmsnorm_bwd 2048x8192 70.6 vs 47.2; layernorm_bwd 2048x4096 53.8 vs 37.4; add_rmsnorm_bwd 2048x8192 "
-        "72.2 vs 58.6; add_rmsnorm_mlp_bwd 2048x4096 85.1 vs 65.5; add_layernorm_mlp_bwd 2048x4096 70.5 vs 58.8",
+        "2026-11-26-h200-fusion-16384",
+        "rmsnorm_bwd 4096x16384 71.4 vs 55.0; layernorm_bwd 4096x16384 60.3 vs 44.8; add_rmsnorm_bwd 8192x16384 "
+        "62.2 vs 61.5; add_rmsnorm_mlp_bwd 2048x4096 97.2 vs 66.0; add_layernorm_mlp_bwd 4096x16384 55.7 vs 46.8",
     ),
 }
 
