@@ -259,7 +259,7 @@ def model_kernels(records: list[dict[str, Any]]) -> list[tuple[tuple[str, int, i
             family, inputs, elem, rows, n = sig
             traced = k.get("traced") or (None, None)
             m, length = rows if rows is not None else traced[0], n if n is not None else traced[1]
-            if m is None or (length is None and family != "pointwise"):
+            if m is None or (length is None and not family.startswith("pointwise")):
                 continue  # symbolic sizes the record does not resolve
             us = {AUTOTUNED.get(c, c): ms * 1000 for c, ms in timings}
             ident = (tuple(sig), m, length, tuple(sorted(us.items())))
@@ -268,7 +268,9 @@ def model_kernels(records: list[dict[str, Any]]) -> list[tuple[tuple[str, int, i
             seen.add(ident)
             shape = Shape(m, length or 1, us, us)  # a pointwise kernel: its elements x 1
             if shape.candidates():
-                row_bytes = SYMBOLIC if n is None and family != "pointwise" else (n or 0) * elem
+                row_bytes = SYMBOLIC if n is None and not family.startswith("pointwise") else (n or 0) * elem
+                if family == "pointwise-repeats":
+                    row_bytes = m * elem  # by the kernel's bytes (tilec.passes.chooser.signature)
                 out.append(((family, inputs, elem), row_bytes, shape))
     return out
 
@@ -280,7 +282,8 @@ def _model_figure(shape: Shape, key: str) -> str:
 def _model_range(family: str, row_bytes: int, others: Sequence[Any]) -> tuple[int, int, bool]:
     """The rule range (lo, hi, symbolic) a models kernel's row size falls in: every size for
     pointwise kernels and for rows of symbolic length (a rule of their own), else the power-of-two
-    range holding it, clipped where `others` (the static rules of its group) begin."""
+    range holding it (a `pointwise-repeats` kernel's: of its bytes), clipped where `others` (the
+    static rules of its group) begin."""
     if row_bytes == SYMBOLIC:
         return 0, END, True
     if family == "pointwise":

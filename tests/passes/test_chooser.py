@@ -171,6 +171,37 @@ def test_rules_on_hopper(name: str, cols: int, expected: str) -> None:
         assert f"({RESULTS}/" in choice.reason, choice
 
 
+@pytest.mark.parametrize(
+    ("shape", "expected"),
+    [((4, 1024, 16, 128), "triton"), ((1, 128, 16, 128), "stock"), ((1, 4096, 8, 128), "unmeasured")],
+)
+def test_rotary_embeddings_are_taken_where_measured_faster(shape: tuple[int, ...], expected: str) -> None:
+    """Llama's rotary embedding (examples/llama_rotary.py) is a pointwise kernel whose cos and sin
+    repeat across a token's heads (`repeats`): on the H100 tilec takes it at 4 x 1024 tokens of 16
+    heads (32 MiB of elements of up to 4 bytes: the fp32 angles), stock keeps it over 128 tokens
+    where the two tie, and a size never measured (16 MiB) stays stock."""
+    from tilec.frontend import Lowered
+    from tilec.frontend.capture import capture
+    from tilec.frontend.entry import load_entry
+
+    target = load_entry(str(ROOT / "examples" / "llama_rotary.py"))
+    assert target.example_inputs is not None
+    inputs = [t.to("meta") for t in target.example_inputs(shape, torch.bfloat16)]
+    (k,) = capture(target.func, inputs, strict=True)
+    assert isinstance(k.result, Lowered)
+    sig = signature(k.result.kernel)
+    assert (sig.family, sig.elem_bytes, sig.row_bytes) == ("pointwise-repeats", 4, 4 * k.result.numel)
+    choice = choose(k.result.kernel, hopper=True)
+    if expected == "triton":
+        assert isinstance(choice, Choice) and choice.emitter == "triton", choice
+        assert "2026-11-26-h100-rotary" in choice.reason
+    elif expected == "stock":
+        assert isinstance(choice, Decline) and "2026-11-26-h100-rotary: 262144x1" in choice.reason, choice
+    else:
+        assert isinstance(choice, Decline) and choice.reason.startswith("no measurement shows"), choice
+        assert "pointwise kernels whose costly values repeat" in choice.reason
+
+
 @pytest.mark.parametrize("name", ["gelu_mlp"])
 def test_pointwise_kernels_stay_stock(name: str) -> None:
     """Pointwise kernels measured slower than stock's in the models: declined, saying so and
@@ -490,7 +521,7 @@ def test_with_plan_sets_options_on_the_plan_pass() -> None:
     from tilec.passes.pipelines import with_plan
 
     text = with_plan("gluon-default", "xblock=1,num_warps=4")
-    assert text.startswith("plan{xblock=1,num_warps=4,row_block_bytes=131072},accumulate,align-rows,canonicalize,")
+    assert text.startswith("repeats,plan{xblock=1,num_warps=4,row_block_bytes=131072},accumulate,align-rows,")
     assert with_plan("plan{xblock=2},cse", "xblock=1") == "plan{xblock=1},cse"
     with pytest.raises(PipelineError, match="no plan pass"):
         with_plan("canonicalize,cse", "xblock=1")
@@ -504,7 +535,7 @@ def test_gluon_default_is_the_auto_cache_form_of_the_gluon_pipeline() -> None:
 
     assert gluon_form(cache="auto") == NAMED_PIPELINES["gluon-default"]
     assert gluon_form("xblock=1", persistent=True, stages=3, specialize=True) == (
-        "plan{xblock=1},accumulate,align-rows,canonicalize,peel,canonicalize,cse,reuse{cache=smem},cse,persistent,pipeline{stages=3},"
+        "repeats,plan{xblock=1},accumulate,align-rows,canonicalize,peel,canonicalize,cse,reuse{cache=smem},cse,persistent,pipeline{stages=3},"
         "warp-specialize,canonicalize,cse,fp32-at-use,dce,separate-reads"
     )
     assert gluon_form(pipelined=False).endswith("reuse{cache=smem},cse,fp32-at-use,dce,separate-reads")
@@ -585,6 +616,7 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
                 "kernels:2026-11-26-h100-cross-entropy-kernels",
                 "kernels:2026-11-26-h100-long-bwd-kernels",
                 "kernels:2026-11-26-h100-vocab-kernels",
+                "kernels:2026-11-26-h100-rotary",
             ),
         ),
         (
@@ -595,6 +627,7 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
                 "kernels:2026-11-26-h200-model-kernels",
                 "kernels:2026-11-26-h200-long-bwd-kernels",
                 "kernels:2026-11-26-h200-cross-entropy-kernels",
+                "kernels:2026-11-26-h200-rotary",
             ),
         ),
     ],

@@ -13,6 +13,7 @@ from tilec.passes import (  # noqa: F401  (register the passes)
     pipeline,
     pipelines,
     plan,
+    repeats,
     reuse,
     separate_reads,
     specialize,

@@ -9,6 +9,9 @@ from __future__ import annotations
 from tilec.passes.manager import NAMED_PIPELINES
 
 GLUON_DEFAULT = [
+    # a pointwise kernel's costly values that repeat across its block (a rotary embedding's cos and
+    # sin, the same for every head of a token) computed once a column: it binds XBLOCK, so first
+    "repeats",
     # concrete block sizes, warps and layouts first: every later pass works on real shapes; a row
     # block's rows fit in shared memory (128 KiB), so reuse can cache them
     "plan{row_block_bytes=131072}",
@@ -39,6 +42,9 @@ GLUON_DEFAULT = [
 ]
 
 TRITON_DEFAULT = [
+    # as in the Gluon pipeline: Llama's rotary embedding 24.1 -> 13.5 us at 4x1024x16x128 on the
+    # H100, hand-written (bench/results/2026-11-26-h100-rotary)
+    "repeats",
     # a banded kernel's row past 8192 elements in chunks of 8192, each with its own column sums and
     # reading its chunk again for dx, where its column sums hold more than 16384 values: as one
     # tile, LayerNorm's two (dW, dB) beside the whole row spill (its backward at rows of 16384 on
@@ -82,6 +88,7 @@ def gluon_form(
     the cache becomes a ring at all. Every form ends with `separate-reads`, as GLUON_DEFAULT does.
     The tests and the variant survey name their forms with it."""
     parts = [
+        "repeats",
         f"plan{{{plan}}}",
         "accumulate,align-rows,canonicalize,peel,canonicalize,cse",
         f"reuse{{cache={cache}}}",

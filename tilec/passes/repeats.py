@@ -1,0 +1,398 @@
+"""repeats: a pointwise kernel's costly values that repeat across its block, computed once a column.
+
+Llama's rotary embedding, as Inductor fuses it for the model, is one pointwise kernel over q laid
+out (batch, tokens, heads, head_dim) that computes, for every element x, the angle
+`inv_freq[x % 64] * ((x // 2048) % 1024)` and its cos and sin: the same values for each of a
+token's 16 heads. On the H100 the transcendental arithmetic is what bounds it (stock's kernel runs
+at 68% of a copy; with cos and sin computed once per token and column, 120%:
+bench/results/2026-11-26-h100-rotary).
+
+Such a value depends on the flat index x only through its low digits (x % P) and its high ones
+(x // Q, ...), not those between. The pass finds that from the index arithmetic (`tile.div` and
+`tile.rem` of x by constants: each result reads a known range of x's place values) and views the
+block of XBLOCK elements as a tile [XBLOCK / P, P] — rows of P consecutive elements — with XBLOCK
+a divisor of Q, so that within a block the high digits are the same for every element and the low
+ones are the column's. Each value that depends on no other digits is computed on a [1, P] tile
+(the block's first row: `xoffset + column`) and broadcast over the rows where a full-tile value
+uses it; everything else runs on [XBLOCK / P, P] as before. Results are unchanged: the same
+operations on the same operands.
+
+Elements past the kernel's end (x >= xnumel, masked by the kernel's `xmask`) are the one place a
+broadcast value differs from what the element would have computed: a column's first row is valid
+wherever any of its rows is, so a [1, P] value reads what every valid row would, and an element
+past the end is never stored. Masks and addresses of loads and stores are computed on the full
+tile from full-tile operands, never broadcast from a first row.
+
+The pass binds XBLOCK (the largest power of two up to `xblock` that divides Q, no larger than the
+kernel's size rounded up to a power of two) and P (the least power of two that the low digits
+divide, at least `min_columns`), and acts where at least one costly op (cos, sin, exp, log, tanh, erf, sigmoid, pow, sqrt,
+rsqrt) repeats over at least `min_rows` rows; it leaves every other kernel as it was, with a
+remark. Run it first: it works on the logical form, before `plan` binds the block sizes.
+
+Before (xnumel 8388608):
+    %xindex = tile.add %xrange, %xoffset : tile<[XBLOCK], i32>
+    %d = tile.rem %xindex, %c64 : tile<[XBLOCK], i32>
+    %f = tile.load %inv_freq, %d, %xmask : tile<[XBLOCK], f32>
+    %t = tile.div %xindex, %c2048 : tile<[XBLOCK], i32>
+    ...
+    %cos = tile.cos %angle : tile<[XBLOCK], f32>
+After (XBLOCK = 2048, 128 columns):
+    %xcol = tile.add %cols, %xoffset : tile<[1, 128], i32>
+    %d = tile.rem %xcol, %c64 : tile<[1, 128], i32>
+    ...
+    %cos = tile.cos %angle : tile<[1, 128], f32>
+    %cos_b = tile.broadcast %cos : tile<[16, 128], f32>
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tilec.ir.builder import Builder
+from tilec.ir.core import Block, Kernel, Module, Operation, Value, defining_op
+from tilec.ir.expr import Sym, next_pow2
+from tilec.ir.ops import ArangeOp, CmpOp, LoadOp, StoreOp
+from tilec.ir.types import TileType
+from tilec.passes.base import Pass, register
+from tilec.passes.plan import x_numel
+from tilec.passes.rewrite import const_value
+from tilec.passes.specialize import bind_constexprs
+
+# ops whose arithmetic is worth computing once per distinct value (tens of instructions an element)
+COSTLY = frozenset(
+    f"tile.{n}" for n in ("cos", "sin", "exp", "exp2", "log", "log2", "tanh", "erf", "sigmoid", "pow", "sqrt", "rsqrt")
+)
+# ops the rewrite knows to re-shape: elementwise math, comparisons, selects, casts, constants,
+# loads and stores (a pointwise kernel of Inductor's has no other kinds)
+_SHAPE_CHANGING = frozenset(
+    ("tile.expand_dims", "tile.reshape", "tile.broadcast", "tile.convert_layout", "tile.assume_multiple")
+)
+_UNBOUNDED = math.inf
+
+Span = tuple[int, float]  # [lo, hi): the place values of x a value reads, (x // lo) % (hi / lo)
+
+
+@dataclass(frozen=True)
+class Dep:
+    """What of the flat index x a value depends on: the spans of x's place values; `exact`: the
+    value is exactly (x // lo) % (hi / lo) (x // lo where hi is unbounded); `valid`: it depends on
+    whether its element is inside the kernel (x < xnumel), which the analysis leaves out of the
+    spans (see the module's docstring)."""
+
+    spans: frozenset[Span] = frozenset()
+    exact: Span | None = None
+    valid: bool = False
+
+    def union(self, other: Dep) -> Dep:
+        return Dep(self.spans | other.spans, None, self.valid or other.valid)
+
+
+@dataclass(frozen=True)
+class Split:
+    """The block as [xblock / columns, columns]."""
+
+    columns: int  # P
+    xblock: int
+
+    @property
+    def rows(self) -> int:
+        return self.xblock // self.columns
+
+    def column(self, dep: Dep) -> bool:
+        """Whether a value of this dependence is the same in every row of a block's column."""
+        return all((hi != _UNBOUNDED and self.columns % int(hi) == 0) or lo % self.xblock == 0 for lo, hi in dep.spans)
+
+
+@dataclass
+class Found:
+    """A kernel the pass can rewrite: its flat index, mask, the split and the costly ops it hoists."""
+
+    xrange: Value
+    xindex: Value
+    split: Split
+    deps: dict[int, Dep]  # id(value) -> its dependence
+    hoisted: list[Operation]  # the costly ops computed on [1, P]
+
+
+def _pointwise_index(kernel: Kernel) -> tuple[Value, Value] | str:
+    """(xrange, xindex) of a 1-D pointwise kernel in logical form, or why it is not one."""
+    if set(kernel.constexprs) != {"XBLOCK"} or kernel.constexprs["XBLOCK"] is not None:
+        return "not a pointwise kernel in logical form (constexprs other than an unbound XBLOCK)"
+    aranges = [op for op in kernel.walk() if isinstance(op, ArangeOp)]
+    if len(aranges) != 1 or aranges[0].attr("end") != Sym("XBLOCK"):
+        return "not one block of XBLOCK elements (its aranges)"
+    for op in kernel.walk():
+        if op.regions:
+            return f"has a region ({op.name})"
+        if op.name in _SHAPE_CHANGING:
+            return f"changes a tile's shape ({op.name})"
+        if any(isinstance(r.type, TileType) and r.type.rank != 1 for r in op.results):
+            return "has tiles of rank other than 1"
+        if not op.results and not isinstance(op, StoreOp):
+            return f"has an op with effects other than stores ({op.name})"
+    xrange = aranges[0].result
+    users = [op for op in kernel.walk() if any(v is xrange for v in op.operands)]
+    if len(users) != 1 or users[0].name != "tile.add":
+        return "its block's index is not the block's arange plus the program's offset"
+    add = users[0]
+    other = add.operands[1] if add.operands[0] is xrange else add.operands[0]
+    if isinstance(other.type, TileType):
+        return "its block's index is not the block's arange plus the program's offset"
+    return xrange, add.result
+
+
+def _int_const(v: Value) -> int | None:
+    c = const_value(v)
+    return c if isinstance(c, int) and not isinstance(c, bool) and c > 0 else None
+
+
+def dependences(kernel: Kernel, xrange: Value, xindex: Value, xnumel: int) -> dict[int, Dep]:
+    """Each value's dependence on the flat index (`Dep`), in program order."""
+    deps: dict[int, Dep] = {id(xindex): Dep(frozenset({(1, _UNBOUNDED)}), (1, _UNBOUNDED))}
+    deps[id(xrange)] = Dep(frozenset({(1, _UNBOUNDED)}))
+
+    def dep(v: Value) -> Dep:
+        return deps.get(id(v), Dep())
+
+    for op in kernel.walk():
+        if not op.results or id(op.result) in deps:
+            continue
+        operands = [dep(v) for v in op.operands]
+        d = Dep()
+        for o in operands:
+            d = d.union(o)
+        if op.name in ("tile.rem", "tile.div") and operands[0].exact is not None:
+            c = _int_const(op.operands[1])
+            lo, hi = operands[0].exact
+            width = hi if hi == _UNBOUNDED else hi / lo  # how many values the digits take
+            if c is not None and (width == _UNBOUNDED or width % c == 0):
+                span = (lo, lo * c) if op.name == "tile.rem" else (lo * c, hi)
+                d = Dep(frozenset({span}) if span[0] < span[1] else frozenset(), span, operands[0].valid)
+        elif _is_mask(op, xindex, xnumel):
+            d = Dep(valid=True)  # the kernel's mask: whether the element exists
+        deps[id(op.result)] = d
+    return deps
+
+
+def _splits(dep: Dep) -> list[Split]:
+    """The splits under which a value of this dependence is a column's: its spans in order, the
+    first k below the columns (each a divisor of P) and the rest above the block."""
+    spans = sorted(dep.spans)
+    out = []
+    for k in range(len(spans) + 1):
+        low, high = spans[:k], spans[k:]
+        if any(hi == _UNBOUNDED or int(hi) & (int(hi) - 1) for _, hi in low):
+            continue  # a column count must be a power of two that the low spans divide
+        columns = max([int(hi) for _, hi in low], default=1)
+        block = min([lo for lo, _ in high], default=0)
+        xblock = block & -block if block else 1 << 30  # the largest power of two dividing it
+        if xblock > columns:
+            out.append(Split(columns, xblock))
+    return out
+
+
+def find(kernel: Kernel, xblock: int = 2048, min_rows: int = 4, min_columns: int = 128) -> Found | str:
+    """What `repeats` would do to `kernel`, or why it leaves it alone."""
+    index = _pointwise_index(kernel)
+    if isinstance(index, str):
+        return index
+    xrange, xindex = index
+    xnumel = x_numel(kernel)
+    if xnumel is None:
+        return "its size is symbolic"
+    deps = dependences(kernel, xrange, xindex, xnumel)
+    costly = [op for op in kernel.walk() if op.name in COSTLY and isinstance(op.result.type, TileType)]
+    if not costly:
+        return "no costly op (cos, sin, exp, log, tanh, ...)"
+    limit = min(xblock, next_pow2(xnumel))
+    best: tuple[tuple[int, int, int], Split, list[Operation]] | None = None
+    for op in costly:
+        for split in _splits(deps[id(op.result)]):
+            columns = max(split.columns, min_columns)
+            split = Split(columns, min(split.xblock, limit))
+            if xnumel % split.xblock and not _stores_masked(kernel, xindex, xnumel):
+                continue
+            if split.rows < min_rows:
+                continue
+            hoisted = [c for c in costly if split.column(deps[id(c.result)])]
+            key = (len(hoisted), split.rows, split.columns)
+            if best is None or key > best[0]:
+                best = (key, split, hoisted)
+    if best is None:
+        return (
+            f"no costly op's value repeats over {min_rows} or more rows of a block of at most {limit} "
+            "(each reads digits of the flat index between its columns and its block)"
+        )
+    return Found(xrange, xindex, best[1], deps, best[2])
+
+
+def _is_mask(op: Operation | None, xindex: Value, xnumel: int) -> bool:
+    """Whether `op` is the kernel's mask: `xindex < xnumel`."""
+    return (
+        isinstance(op, CmpOp)
+        and op.operands[0] is xindex
+        and op.attr("predicate") == "lt"
+        and const_value(op.operands[1]) == xnumel
+    )
+
+
+def _stores_masked(kernel: Kernel, xindex: Value, xnumel: int) -> bool:
+    """Whether every store is masked by the kernel's mask, alone or in a conjunction (elements past
+    the end are never stored)."""
+
+    def has_mask(v: Value | None) -> bool:
+        op = defining_op(v) if v is not None else None
+        if _is_mask(op, xindex, xnumel):
+            return True
+        return op is not None and op.name == "tile.and" and any(has_mask(o) for o in op.operands)
+
+    return all(has_mask(op.mask) for op in kernel.walk() if isinstance(op, StoreOp))
+
+
+class _Rewrite:
+    """Rebuilds the kernel's body with every tile [XBLOCK] as [rows, P] or, for column values, [1, P]."""
+
+    def __init__(self, kernel: Kernel, found: Found) -> None:
+        self.kernel = kernel
+        self.f = found
+        self.split = found.split
+        self.block = Block()
+        self.b = Builder.at_end(self.block)
+        self.same: dict[int, Value] = {}  # scalars: the value in the new body
+        self.col: dict[int, Value] = {}  # [1, P] versions
+        self.full: dict[int, Value] = {}  # [rows, P] versions (broadcast from a column's where one is)
+        self.exact: dict[int, Value] = {}  # [rows, P] versions computed from full-tile operands only
+        self.defs: dict[int, Operation] = {}
+
+    def shape(self, kind: str) -> tuple[int, int]:
+        return (1, self.split.columns) if kind == "col" else (self.split.rows, self.split.columns)
+
+    def is_column(self, v: Value) -> bool:
+        d = self.f.deps.get(id(v), Dep())
+        return isinstance(v.type, TileType) and v is not self.f.xindex and self.split.column(d)
+
+    def run(self) -> None:
+        ops = list(self.kernel.body.ops)
+        for op in ops:
+            for r in op.results:
+                self.defs[id(r)] = op
+        # each op at its place (loads stay before the stores that follow them); a column value's
+        # broadcast and a load's exactly computed operands are made where first needed
+        for op in ops:
+            if isinstance(op, StoreOp):
+                operands = [self.get(v, "exact") for v in (op.ptr, op.offsets)] + [self.get(op.value, "full")]
+                if op.mask is not None:
+                    operands.append(self.get(op.mask, "exact"))
+                self.clone(op, operands, None)
+            elif not isinstance(op.result.type, TileType):
+                self.same[id(op.result)] = self.clone(op, [self.scalar(v) for v in op.operands], None)
+            elif op.result is self.f.xindex:
+                self.make_index(op)
+            elif op.result is not self.f.xrange:  # (the rows and columns replace it)
+                self.get(op.result, "col" if self.is_column(op.result) else "full")
+        self.kernel.body.ops.clear()
+        for op in list(self.block.ops):
+            self.block.ops.remove(op)
+            self.kernel.body.append(op)
+
+    def scalar(self, v: Value) -> Value:
+        return self.same.get(id(v), v)  # (kernel parameters stay as they are)
+
+    def make_index(self, op: Operation) -> None:
+        xoffset = self.scalar(op.operands[1] if op.operands[0] is self.f.xrange else op.operands[0])
+        t = op.result.type
+        assert isinstance(t, TileType)
+        dt = t.dtype
+        rows, cols = self.split.rows, self.split.columns
+        b = self.b
+        r = b.op("tile.arange", type=TileType((rows,), dt), end=rows, name_hint="xrows")
+        r2 = b.op("tile.expand_dims", r, axis=1, name_hint="xrows")
+        p = b.constant(cols, dt, name_hint=f"c{cols}")
+        r3 = b.op("tile.mul", r2, p, name_hint="xrows")
+        c = b.op("tile.arange", type=TileType((cols,), dt), end=cols, name_hint="xcols")
+        c2 = b.op("tile.expand_dims", c, axis=0, name_hint="xcols")
+        xcol = b.op("tile.add", c2, xoffset, name_hint="xcol")
+        rb = b.op("tile.broadcast", r3, type=TileType((rows, cols), dt), name_hint="xrows")
+        cb = b.op("tile.broadcast", c2, type=TileType((rows, cols), dt), name_hint="xcols")
+        xr = b.op("tile.add", rb, cb, name_hint="xrange")
+        xindex = b.op("tile.add", xr, xoffset, name_hint=op.result.name_hint)
+        self.col[id(op.result)] = xcol
+        self.full[id(op.result)] = self.exact[id(op.result)] = xindex
+
+    def get(self, v: Value, kind: str) -> Value:
+        """`v` in the new body as a column ([1, P]), a full tile ([rows, P]) or an exactly computed
+        full tile; scalars as they are."""
+        if not isinstance(v.type, TileType):
+            return self.scalar(v)
+        table = {"col": self.col, "full": self.full, "exact": self.exact}[kind]
+        if id(v) in table:
+            return table[id(v)]
+        op = self.defs[id(v)]
+        if kind == "full" and self.is_column(v):
+            out = self.b.op("tile.broadcast", self.get(v, "col"), type=self.tile(v, "full"), name_hint=v.name_hint)
+        elif kind == "exact" and not self.tainted(v):
+            out = self.get(v, "full")
+        else:
+            operand_kind = {"col": "col", "full": "full", "exact": "exact"}[kind]
+            if isinstance(op, LoadOp) and kind != "col":
+                operand_kind = "exact"  # a load's address and mask: never a first row's broadcast
+            operands = [self.get(o, operand_kind) for o in op.operands]
+            if isinstance(op, LoadOp) and op.other is not None and kind != "col":
+                operands[-1] = self.get(op.other, "full")
+            out = self.clone(op, operands, self.tile(v, kind))
+        table[id(v)] = out
+        return out
+
+    def tainted(self, v: Value) -> bool:
+        """Whether `v`'s full tile may take a first row's value where its element is past the end:
+        a column value that depends on the mask, or anything computed from one."""
+        if not isinstance(v.type, TileType) or v is self.f.xindex:
+            return False
+        if self.is_column(v):
+            return self.f.deps.get(id(v), Dep()).valid
+        op = self.defs[id(v)]
+        if isinstance(op, LoadOp):
+            return False  # its address and mask are exact; its value is memory's
+        return any(self.tainted(o) for o in op.operands)
+
+    def tile(self, v: Value, kind: str) -> TileType:
+        t = v.type
+        assert isinstance(t, TileType)
+        return TileType(self.shape("col" if kind == "col" else "full"), t.dtype)
+
+    def clone(self, op: Operation, operands: list[Value], result: TileType | None) -> Value:
+        types = [result if result is not None else r.type for r in op.results]
+        new = self.b.create(
+            type(op), *operands, result_types=types, names=[r.name_hint for r in op.results], **op.attributes
+        )
+        new.loc = op.loc
+        return new.results[0] if new.results else operands[0]
+
+
+@register
+class Repeats(Pass):
+    """Computes a pointwise kernel's costly values once per column where they repeat across rows."""
+
+    name = "repeats"
+    unchanged = "no pointwise kernel with a costly value that repeats across its block"
+    xblock: int = 2048  # the largest block the pass binds
+    min_rows: int = 4  # rows a hoisted value must repeat over
+    # fewest columns a row has: at least a program's threads (128 at 4 warps), so Triton computes the
+    # [1, P] values one a thread and converts them through shared memory. With fewer it lays them out
+    # as the [rows, P] tile, each thread computing its columns' values and every row of threads
+    # repeating them: the rotary embedding on [32, 64] tiles took 8 cos-and-sin evaluations a thread
+    # (16 elements), on [16, 128] one (sm_90's PTX)
+    min_columns: int = 128
+
+    def run(self, module: Module) -> None:
+        for kernel in module.kernels:
+            found = find(kernel, self.xblock, self.min_rows, self.min_columns)
+            if isinstance(found, str):
+                self.remark(kernel, found)
+                continue
+            bind_constexprs(kernel, {"XBLOCK": found.split.xblock})
+            _Rewrite(kernel, found).run()
+
+
+__all__ = ["COSTLY", "Dep", "Found", "Repeats", "Split", "dependences", "find"]
