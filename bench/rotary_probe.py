@@ -4,7 +4,7 @@ tokens, heads, head_dim) that computes the angle `inv_freq[d % 64] * token` and 
 for every element — against forms that compute cos and sin once per (token, column) and
 broadcast them over the heads (and tokens) the program holds. Hand-written Triton, not tilec's
 output: the question is how much of stock's time is the transcendental arithmetic the heads
-repeat (bench/results/2026-11-27-h100-rotary).
+repeat (bench/results/2026-11-26-h100-rotary).
 
 Kernels (bf16 q in, bf16 out, fp32 inv_freq), device time on a cold L2, against a copy of the
 same bytes (read q, write the output):

@@ -153,6 +153,13 @@ def test_output_is_deterministic_and_mirrors_the_ir() -> None:
     assert "gl.warp_specialize([(rmsnorm_ws_default, (w, y, row, ring, ready, empty)), (rmsnorm_ws_worker1," in a
     assert "[1], [24])" in a
     assert "maxnreg=128" in a
+    # compile_only compiles what launch launches: the same grid, arguments and options
+    launch = a[a.index("def launch(") :].split("\n\n")[0]
+    compile_only = a[a.index("def compile_only(") :].split("\n\n")[0]
+    assert (
+        compile_only.strip().replace("compile_only", "launch").replace(".warmup(*args, grid=grid, ", "[grid](*args, ")
+        == launch.strip()
+    )
 
 
 def test_api_names_for_the_installed_triton() -> None:

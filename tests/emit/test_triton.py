@@ -247,6 +247,13 @@ def test_output_is_deterministic_and_readable() -> None:
     assert "xv = tl.load(x + offs, mask=mask, other=0)" in a or "xv = tl.load(x + offs" in a
     assert "part = tl.sum(" in a
     assert "tl.store(y + offs" in a
+    # compile_only compiles what launch launches: the same grid, arguments and options
+    launch = a[a.index("def launch(") :].split("\n\n")[0]
+    compile_only = a[a.index("def compile_only(") :].split("\n\n")[0]
+    assert (
+        compile_only.strip().replace("compile_only", "launch").replace(".warmup(*args, grid=grid, ", "[grid](*args, ")
+        == launch.strip()
+    )
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_100"])

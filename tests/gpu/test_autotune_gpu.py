@@ -138,3 +138,48 @@ def test_a_column_sum_is_timed_without_the_row_variants(cache: Path) -> None:
     records = tilec.report()
     check_records(records, autotune.candidates(hopper(), None, decline=True, reduction=False))
     assert all("xblock=1" not in (r.autotune or r.reason or "") for r in records), records
+
+
+def test_a_candidate_past_the_compile_time_limit_is_not_timed(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every tilec candidate is compiled in a worker thread before it is timed; with a time limit
+    none can meet, none is timed, the chooser's rules decide, and the result is still right."""
+    monkeypatch.setattr(autotune, "COMPILE_TIMEOUT", 1e-4)
+    torch.manual_seed(4)
+    args = inputs("rmsnorm", 1024, 4096)
+    with tilec.config.patch(autotune=True, decline=True):
+        records = compile_and_check("rmsnorm", args)
+    assert records and all(r.autotune is None for r in records), records
+    assert not list(cache.glob("*.json"))  # nothing timed, nothing remembered
+
+
+@pytest.mark.parametrize("emitter", ["gluon", "triton"])
+def test_compile_only_compiles_what_run_launches(emitter: str) -> None:
+    """A kernel compiled by `compile_only` (the autotuner's compile in a worker thread) is not
+    launched, and its first launch finds it compiled: Triton's cache holds one kernel after both."""
+    from gpu_support import skip_unless_runs
+
+    from tilec.emit.gluon import emit_gluon
+    from tilec.emit.triton import emit_triton
+    from tilec.frontend.capture import capture
+    from tilec.ir import parse, print_kernel
+    from tilec.passes import run_pipeline
+    from tilec.runtime.launch import load_kernel
+
+    skip_unless_runs(emitter)
+    x, w = inputs("rmsnorm", 256, 2048)
+    (k,) = capture(rmsnorm, [x, w])
+    module = parse(print_kernel(k.result.kernel))
+    run_pipeline(module, f"{emitter}-default")
+    emitted = (emit_gluon if emitter == "gluon" else emit_triton)(module.kernels[0])
+    kernel = load_kernel("compile_only", emitted.source, emitter, list(range(len(k.result.args))), device="cuda")
+    out = torch.full_like(x, float("nan"))
+    named = {"arg0_1": x, "arg1_1": w}
+    args = [named.get(a.buffer, out) for a in k.result.args]
+    kernel.compile_only(*args)
+    torch.cuda.synchronize()
+    jit = kernel.primary.module.KERNEL
+    assert sum(len(c[0]) for c in jit.device_caches.values()) == 1
+    assert kernel.launches["primary"] == 0 and bool(out.isnan().all())
+    kernel.run(*args)
+    assert sum(len(c[0]) for c in jit.device_caches.values()) == 1 and kernel.launches["primary"] == 1
+    assert_close(out, rmsnorm(x.float(), w.float()), torch.bfloat16, what="rmsnorm")

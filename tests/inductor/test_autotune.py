@@ -282,3 +282,72 @@ def test_tilecs_banded_kernel_is_timed_with_its_own_workspace_sums() -> None:
     stock_ws, stock_sums = autotune._workspace_sums(2, 5, 70, torch.device("cpu"))
     stock_ws.copy_(ws)
     torch.testing.assert_close(sums(), torch.cat(stock_sums()))
+
+
+class _SlowCompile:
+    """A kernel whose compile takes `seconds` (or raises `error`), recording its launches."""
+
+    def __init__(self, name: str, seconds: float = 0.0, error: Exception | None = None) -> None:
+        self.name, self.seconds, self.error = name, seconds, error
+        self.compiled, self.runs = 0, 0
+
+    def compile_only(self, *args: object) -> None:
+        import time
+
+        time.sleep(self.seconds)
+        if self.error is not None:
+            raise self.error
+        self.compiled += 1
+
+    def run(self, *args: object) -> None:
+        self.runs += 1
+
+
+def test_a_compile_past_the_time_limit_fails_and_is_never_launched() -> None:
+    import time
+
+    slow = _SlowCompile("slow", seconds=3.0)
+    start = time.monotonic()
+    with pytest.raises(autotune.CompileTimeoutError, match=r"compiling slow took longer than 0\.2 s"):
+        autotune._compile_within(slow, [], 0.2)
+    assert time.monotonic() - start < 2.0  # it did not wait for the compile
+    assert slow.runs == 0
+    quick = _SlowCompile("quick")
+    autotune._compile_within(quick, [], 5.0)
+    assert quick.compiled == 1 and quick.runs == 0
+    with pytest.raises(ValueError, match="no such layout"):
+        autotune._compile_within(_SlowCompile("bad", error=ValueError("no such layout")), [], 5.0)
+
+
+def test_the_autotuner_times_the_candidates_that_compile_in_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A candidate whose compile outlasts `COMPILE_TIMEOUT` fails with that reason; the others are
+    timed and the fastest of them kept. Each candidate is compiled before its first timed call."""
+    import tilec.runtime.launch as launch
+    import tilec.runtime.timing as timing
+
+    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(autotune, "_memo", {})
+    monkeypatch.setattr(autotune, "_gpu", lambda: "H100")
+    monkeypatch.setattr(autotune, "COMPILE_TIMEOUT", 0.2)
+    kernels = {"gluon": _SlowCompile("gluon", seconds=3.0), "triton": _SlowCompile("triton")}
+    monkeypatch.setattr(autotune, "_timing_args", lambda lowered, device: [])
+    monkeypatch.setattr(launch, "load_kernel", lambda name, source, *a, **k: kernels[source])
+
+    def device_ms(call: object, reps: int) -> float:
+        assert kernels["triton"].compiled == 1  # compiled before it is timed
+        call()  # type: ignore[operator]
+        return 1.0
+
+    monkeypatch.setattr(timing, "device_ms", device_ms)
+    monkeypatch.setattr(autotune, "_time_stock", lambda *a: 2.0)
+    build = SimpleNamespace(fallback=None, tma=())
+
+    def plan_for(c: str) -> object:
+        return SimpleNamespace(**vars(build), primary=SimpleNamespace(kind=c, source=c, order=()))
+
+    tuned = autotune._tune(None, None, _lowered(), torch.device("cpu"), ["gluon", "triton", STOCK], plan_for)  # type: ignore[arg-type]
+    assert tuned is not None and tuned.winner == "triton" and set(tuned.ms) == {"triton", STOCK}
+    assert "longer than 0.2 s" in tuned.errors["gluon"]
+    assert kernels["gluon"].runs == 0

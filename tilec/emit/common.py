@@ -143,6 +143,7 @@ LAUNCHER_NAMES = frozenset(
     {
         "launch",
         "launch_args",
+        "compile_only",
         "args",
         "grid",
         "GRID",

@@ -16,7 +16,8 @@ ahead-of-time compilation), `CONSTEXPRS`, `DIVISIBLE` (the pointer parameters), 
 `MAXNREG`, `GRID(*args, num_sms)`, `descriptors(*args)`, `launch_args(*args, num_sms, descs=None)`
 (the grid and the kernel's whole positional argument list, constexprs included) and
 `launch(*args, num_sms=None, descs=None)`, which returns Triton's compiled kernel (`descs`: the dict
-`descriptors` returns, when the caller keeps it between launches).
+`descriptors` returns, when the caller keeps it between launches), and `compile_only` (the same
+arguments: compiles what `launch` would launch, without launching it).
 """
 
 from __future__ import annotations
@@ -240,6 +241,13 @@ class GluonEmitter(PythonEmitter):
                 "        num_sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count",
                 f"    grid, args = launch_args({lead}num_sms=num_sms, descs=descs)",
                 f"    return {self.kname}[grid](*args, {', '.join(options)})",
+                "",
+                "",
+                f"def compile_only({lead}num_sms=None, descs=None):",
+                "    if num_sms is None:",
+                "        num_sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count",
+                f"    grid, args = launch_args({lead}num_sms=num_sms, descs=descs)",
+                f"    return {self.kname}.warmup(*args, grid=grid, {', '.join(options)})",
             ]
         )
 

@@ -8,7 +8,8 @@ The emitted module defines the kernel, the helper combine functions it needs, `K
 `DIVISIBLE` (the pointer parameters), `NUM_WARPS`, `GRID(*args, num_sms)`, `launch_args(*args, num_sms)` (the grid and the
 kernel's whole positional argument list, constexprs included) and `launch(*args, num_sms=...)`,
 which launches the kernel on the arguments passed for the kernel's parameters, in order, and
-returns Triton's compiled kernel.
+returns Triton's compiled kernel; `compile_only(*args, num_sms=...)` compiles what `launch` would
+launch for those arguments, without launching it (Triton's `warmup`, on a GPU).
 """
 
 from __future__ import annotations
@@ -111,6 +112,11 @@ class TritonEmitter(PythonEmitter):
                 f"def launch({lead}num_sms=1):",
                 f"    grid, args = launch_args({lead}num_sms=num_sms)",
                 f"    return {self.kname}[grid](*args, num_warps={k.launch.num_warps})",
+                "",
+                "",
+                f"def compile_only({lead}num_sms=1):",
+                f"    grid, args = launch_args({lead}num_sms=num_sms)",
+                f"    return {self.kname}.warmup(*args, grid=grid, num_warps={k.launch.num_warps})",
             ]
         )
 

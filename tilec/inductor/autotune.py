@@ -23,6 +23,10 @@ split-size tuning times). Each is timed with the sums of its workspace's rows th
 after it (a band of more rows leaves fewer rows to sum) — stock's ATen sums after stock's kernel,
 tilec's one `workspace_sums` launch after tilec's (docs/hook.md): the time of the whole reduction.
 
+Each tilec candidate is compiled before it is timed, in a worker thread, for at most
+`COMPILE_TIMEOUT` seconds: a candidate whose compile does not end by then fails (its reason says
+so) and the others are timed, so that no one plan Triton cannot compile holds up torch.compile.
+
 tilec's fastest candidate runs if it beats stock by `MARGIN`; otherwise stock runs (a tie is not a
 reason to replace stock code). The choice is kept on disk, in `tilec.runtime.loader.cache_dir()
 / "autotune"`, keyed by the kernel (its logical IR: operations, shapes, dtypes), its arguments'
@@ -44,6 +48,8 @@ import hashlib
 import json
 import logging
 import math
+import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -83,6 +89,18 @@ STOCK = "stock"
 # tilec's candidate replaces stock's kernel only if it takes at most (1 - MARGIN) of stock's time
 MARGIN = 0.01
 REPS = 20  # timed calls per candidate (after 3 untimed)
+# The longest one candidate's compile may take, in seconds (TILEC_AUTOTUNE_COMPILE_TIMEOUT): past
+# it the candidate fails and the autotuner goes on (`_compile_within`). A Triton compile that never
+# ends is a Triton bug, but one candidate's must not hold up torch.compile: the cross-entropy
+# backward at rows of 50257 in chunks of 32768 over 32 warps once had not ended after five minutes
+# (docs/passes.md, align-rows). The kernels tilec's candidates compile in 1-20 s on the H100's host.
+COMPILE_TIMEOUT = float(os.environ.get("TILEC_AUTOTUNE_COMPILE_TIMEOUT", "120"))
+
+
+class CompileTimeoutError(RuntimeError):
+    """A candidate's compile did not end within `COMPILE_TIMEOUT`."""
+
+
 _memo: dict[str, Tuned] = {}  # key -> choice, this process
 
 
@@ -341,12 +359,45 @@ def _time_plan(plan: KernelBuild, args: list[Any], after: Callable[[], Any] | No
         device="cuda",
     )
 
+    _compile_within(kernel, args, COMPILE_TIMEOUT)
+
     def call() -> None:
         kernel.run(*args)
         if after is not None:
             after()
 
     return device_ms(call, reps=REPS)
+
+
+def _compile_within(kernel: Any, args: list[Any], timeout: float) -> None:
+    """Compiles `kernel` (a TilecKernel) for `args` without launching it (`compile_only`), in a
+    worker thread, waiting at most `timeout` seconds: past that, raises CompileTimeoutError and leaves
+    the compile to end (or not) in the background — the kernel is never launched, so nothing runs
+    on the GPU after its arguments are gone. Triton releases the GIL while it compiles. A compile
+    that fails raises its error here."""
+    import torch
+
+    index = torch.cuda.current_device() if torch.cuda.is_available() else None
+    done = threading.Event()
+    failed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            if index is not None:
+                torch.cuda.set_device(index)  # the device is per thread
+            kernel.compile_only(*args)
+        except BaseException as e:  # handed to the waiting thread
+            failed.append(e)
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name=f"tilec-compile-{kernel.name}", daemon=True).start()
+    if not done.wait(timeout):
+        raise CompileTimeoutError(
+            f"compiling {kernel.name} took longer than {timeout:g} s; left to end in the background"
+        )
+    if failed:
+        raise failed[0]
 
 
 def _workspace_sums(sums: int, splits: int, n: int, device: Any) -> tuple[Any, Callable[[], Any]]:

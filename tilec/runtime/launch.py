@@ -131,16 +131,10 @@ class TilecKernel:
         if self._primary_failed or (self.tma and not self._primary_possible):
             self._launch_fallback(args, stream)
             return
-        descs = None
-        if self.tma:
-            ptrs = tuple(args[t.arg].data_ptr() for t in self.tma)
-            templates = self._descs.get(ptrs)
-            if templates is None:
-                templates = self._templates(args, ptrs)
-            if templates is _MISALIGNED:
-                self._launch_fallback(args, stream)
-                return
-            descs = {name: _rebind(t, args[self._desc_args[name]]) for name, t in templates.items()}  # type: ignore[index,union-attr]
+        descs = self._descriptors(args) if self.tma else None
+        if descs is _MISALIGNED:
+            self._launch_fallback(args, stream)
+            return
         if self._primary_ran:
             self._launch(self.primary, args, stream, descs)
             return
@@ -162,6 +156,26 @@ class TilecKernel:
                 self.fallback.kind,
             )
             self._launch_fallback(args, stream)
+
+    def compile_only(self, *args: Any) -> None:
+        """Compiles the variant `run(*args)` would launch for these arguments, without launching it
+        (the module's `compile_only`: Triton's `warmup`); the launch that follows finds it compiled.
+        Nothing to do on the CPU (the interpreter compiles nothing)."""
+        if self.device == "cpu":
+            return
+        variant = self.primary
+        kwargs: dict[str, Any] = {"num_sms": self._sms()}
+        if self._primary_failed or (self.tma and not self._primary_possible):
+            variant = self.fallback or self.primary
+        elif self.tma:
+            descs = self._descriptors(args)
+            if descs is _MISALIGNED:
+                variant = self.fallback or self.primary
+            else:
+                kwargs["descs"] = descs
+        compile_only = getattr(variant.module, "compile_only", None)
+        if compile_only is not None:
+            compile_only(*variant.args(args), **kwargs)
 
     def _launch_fallback(self, args: tuple[Any, ...], stream: Any) -> None:
         if self.fallback is None:  # pragma: no cover - a TMA kernel always has one
@@ -239,6 +253,17 @@ class TilecKernel:
     def aligned(self, args: tuple[Any, ...]) -> bool:
         """Whether every TMA input can be read through its descriptor (16-byte aligned base)."""
         return all(args[t.arg].data_ptr() % 16 == 0 for t in self.tma)
+
+    def _descriptors(self, args: tuple[Any, ...]) -> Any:
+        """The TMA descriptors for `args` (the cached templates rebound to their tensors), or
+        `_MISALIGNED` where a TMA input's base is not 16-byte aligned."""
+        ptrs = tuple(args[t.arg].data_ptr() for t in self.tma)
+        templates = self._descs.get(ptrs)
+        if templates is None:
+            templates = self._templates(args, ptrs)
+        if templates is _MISALIGNED:
+            return _MISALIGNED
+        return {name: _rebind(t, args[self._desc_args[name]]) for name, t in templates.items()}  # type: ignore[index]
 
     def _templates(self, args: tuple[Any, ...], ptrs: tuple[int, ...]) -> Any:
         if len(self._descs) >= MAX_CACHED_POINTERS:
