@@ -117,8 +117,10 @@ class Found:
 
 def _pointwise_index(kernel: Kernel) -> tuple[Value, Value] | str:
     """(xrange, xindex) of a 1-D pointwise kernel in logical form, or why it is not one."""
-    if set(kernel.constexprs) != {"XBLOCK"} or kernel.constexprs["XBLOCK"] is not None:
-        return "not a pointwise kernel in logical form (constexprs other than an unbound XBLOCK)"
+    if set(kernel.constexprs) != {"XBLOCK"}:
+        return "not a pointwise kernel"
+    if kernel.constexprs["XBLOCK"] is not None:
+        return "its block size is bound already (the pass runs on the logical form)"
     aranges = [op for op in kernel.walk() if isinstance(op, ArangeOp)]
     if len(aranges) != 1 or aranges[0].attr("end") != Sym("XBLOCK"):
         return "not one block of XBLOCK elements (its aranges)"
