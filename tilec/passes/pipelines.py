@@ -42,8 +42,8 @@ GLUON_DEFAULT = [
 ]
 
 TRITON_DEFAULT = [
-    # as in the Gluon pipeline: Llama's rotary embedding 24.1 -> 13.5 us at 4x1024x16x128 on the
-    # H100, hand-written (bench/results/2026-11-26-h100-rotary)
+    # as in the Gluon pipeline: Llama's rotary embedding at 4x1024x16x128 on the H100 13.6 us, stock's
+    # 24.4, this pipeline's without it 27.3 (bench/results/2026-11-26-h100-rotary)
     "repeats",
     # a banded kernel's row past 8192 elements in chunks of 8192, each with its own column sums and
     # reading its chunk again for dx, where its column sums hold more than 16384 values: as one
