@@ -4,6 +4,7 @@ angles `inv_freq[d % (head_dim / 2)] * position` from the positions, their cos a
 head_dim).
 
     tilec dump --ir examples/llama_rotary.py [--shape 4,1024,16,128] [--dtype bf16]
+    tilec dump --ir examples/llama_rotary.py:heads_first --shape 4,16,1024,128    # q as (batch, heads, tokens, head_dim)
 
 Inductor fuses it all into one pointwise kernel that computes the angle, its cos and its sin for
 every element of q: the same values for each head of a token. `repeats` (docs/passes.md)
@@ -27,6 +28,17 @@ def forward(q: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
     emb = torch.cat((angles, angles), dim=-1).unsqueeze(1)  # tokens x 1 x dim
     cos, sin = emb.cos().to(q.dtype), emb.sin().to(q.dtype)
     return q * cos + rotate_half(q) * sin
+
+
+def heads_first(q: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
+    """The same of q laid out (batch, heads, tokens, head_dim), as attention's backward gives the
+    gradient of q: the repeated cos and sin are a token's, and the heads are the outer digit of
+    the flat index (`repeats` then steps each program's rows over the heads)."""
+    tokens = q.shape[2]
+    positions = torch.arange(tokens, device=q.device).float()
+    angles = positions.unsqueeze(-1) * inv_freq.float().unsqueeze(0)
+    emb = torch.cat((angles, angles), dim=-1)
+    return q * emb.cos().to(q.dtype) + rotate_half(q) * emb.sin().to(q.dtype)
 
 
 def example_inputs(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:

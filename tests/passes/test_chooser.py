@@ -194,9 +194,9 @@ def test_rotary_embeddings_are_taken_where_measured_faster(shape: tuple[int, ...
     choice = choose(k.result.kernel, hopper=True)
     if expected == "triton":
         assert isinstance(choice, Choice) and choice.emitter == "triton", choice
-        assert "2026-11-26-h100-rotary" in choice.reason
+        assert "2026-11-26-h100-rotary-heads" in choice.reason
     elif expected == "stock":
-        assert isinstance(choice, Decline) and "2026-11-26-h100-rotary: 262144x1" in choice.reason, choice
+        assert isinstance(choice, Decline) and "2026-11-26-h100-rotary-heads: 262144x1" in choice.reason, choice
     else:
         assert isinstance(choice, Decline) and choice.reason.startswith("no measurement shows"), choice
         assert "pointwise kernels whose costly values repeat" in choice.reason
@@ -616,7 +616,7 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
                 "kernels:2026-11-26-h100-cross-entropy-kernels",
                 "kernels:2026-11-26-h100-long-bwd-kernels",
                 "kernels:2026-11-26-h100-vocab-kernels",
-                "kernels:2026-11-26-h100-rotary",
+                "kernels:2026-11-26-h100-rotary-heads",
             ),
         ),
         (

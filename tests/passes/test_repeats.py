@@ -142,3 +142,28 @@ def test_rotary_as_triton_equals_the_kernel_without_the_pass(batch: int, tokens:
     assert all(o.result.type.shape[0] == 1 for o in hoisted) != isinstance(found, str)
     if (batch, tokens, heads, dim) in ((2, 8, 16, 32), (1, 5, 8, 128)):  # a token's heads: a block of 512, 1024
         assert not isinstance(found, str) and found.split.xblock == heads * dim
+
+
+@settings(max_examples=examples(3), deadline=None)
+@given(batch=st.integers(1, 2), heads=st.sampled_from([4, 8, 16]), tokens=st.sampled_from([3, 16, 64]))
+@example(batch=2, heads=16, tokens=64)
+@example(batch=1, heads=4, tokens=3)  # a row step of 3 x 128: no power of two
+def test_rows_step_over_the_digits_between_where_the_repeat_is_outer(batch: int, heads: int, tokens: int) -> None:
+    """Heads outermost: no block of consecutive elements holds a repeat, so each program's rows
+    are one column block of each head (a row step of tokens x head_dim), its token and columns
+    fixed by the program's id; as Triton, equal to the kernel without the pass and to eager."""
+    torch.manual_seed(heads * 100 + tokens)
+    dim = 128
+    q = torch.randn(batch, heads, tokens, dim).bfloat16()
+    inv = 1.0 / (10000 ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    without = ",".join(p for p in TRITON_DEFAULT if p != "repeats")
+    heads_first = load_entry(str(ROOT / "examples" / "llama_rotary.py:heads_first")).func
+    got, lowered, _ = run_chain(heads_first, [q.clone(), inv], pipeline="triton-default", triton=True)
+    plain, _, _ = run_chain(heads_first, [q.clone(), inv], pipeline=without, triton=True)
+    assert torch.equal(got, plain)
+    assert_close(got.float(), heads_first(q.float(), inv), torch.bfloat16, what="rotary")
+    found = find(lowered[0].kernel)
+    assert not isinstance(found, str), found
+    assert found.split.step == tokens * dim and found.split.columns == 128
+    # rows over the heads, and over the batch too where the block has room: neither is read
+    assert found.split.rows == min(batch * heads, 16)

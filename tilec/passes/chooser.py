@@ -1003,14 +1003,15 @@ RULES: tuple[Rule, ...] = (
     ),
     # Then the rotary embeddings with their cos and sin computed once a column (the `repeats` pass;
     # `tilec bench --models --autotune`, Llama and Gemma at the default and small sizes): at 4 x 1024
-    # tokens forward and backward 1.3-2x faster than stock; over 128 tokens the forward ties.
+    # tokens forward and backward 1.3-2x faster than stock (the backward's head-major
+    # kernel with rows a head apart); over 128 tokens the forward ties.
     Rule(
         "pointwise-repeats",
         1048576,
         2097152,
         "stock",
-        "2026-11-26-h100-rotary",
-        "262144x1 6.0 vs 6.0 us; 262144x1 6.1 vs 6.7 us",
+        "2026-11-26-h100-rotary-heads",
+        "262144x1 6.2 vs 6.2 us; 262144x1 6.7 vs 7.0 us; 262144x1 6.3 vs 7.1 us",
         elem_bytes=4,
         row_inputs=0,
     ),
@@ -1019,8 +1020,8 @@ RULES: tuple[Rule, ...] = (
         33554432,
         67108864,
         "triton",
-        "2026-11-26-h100-rotary",
-        "8388608x1 26.7 vs 34.7 us; 8388608x1 21.8 vs 42.9 us",
+        "2026-11-26-h100-rotary-heads",
+        "8388608x1 26.4 vs 34.8 us; 8388608x1 30.1 vs 47.1 us; 8388608x1 21.8 vs 43.0 us",
         elem_bytes=4,
         row_inputs=0,
     ),

@@ -17,6 +17,15 @@ ones are the column's. Each value that depends on no other digits is computed on
 uses it; everything else runs on [XBLOCK / P, P] as before. Results are unchanged: the same
 operations on the same operands.
 
+Where the repeat is across an outer digit — the same rotary over q laid out (batch, heads, tokens,
+head_dim), as attention's backward gives its gradient: the heads are above the tokens — no block
+of consecutive elements repeats a value. Each program's rows then step by a stride L over the
+digits between (row r, column c is `base + r * L + c`, a head's tokens x head_dim apart), and the
+program's id fixes those digits (`base`: its group of rows and its columns within a row step):
+values that read only the digits below P, those in [P, L) and those from the rows' group up are a
+column's. The pass picks, of the splits whose sizes are powers of two (L need not be), the one that
+hoists the most costly ops over the most rows, consecutive rows first.
+
 Elements past the kernel's end (x >= xnumel, masked by the kernel's `xmask`) are the one place a
 broadcast value differs from what the element would have computed: a column's first row is valid
 wherever any of its rows is, so a [1, P] value reads what every valid row would, and an element
@@ -52,7 +61,7 @@ from dataclasses import dataclass
 from tilec.ir.builder import Builder
 from tilec.ir.core import Block, Kernel, Module, Operation, Value, defining_op
 from tilec.ir.expr import Sym, next_pow2
-from tilec.ir.ops import ArangeOp, CmpOp, LoadOp, StoreOp
+from tilec.ir.ops import ArangeOp, CmpOp, LoadOp, ProgramIdOp, StoreOp
 from tilec.ir.types import TileType
 from tilec.passes.base import Pass, register
 from tilec.passes.plan import x_numel
@@ -90,18 +99,45 @@ class Dep:
 
 @dataclass(frozen=True)
 class Split:
-    """The block as [xblock / columns, columns]."""
+    """A program's elements as [rows, columns]: row r, column c is the flat index
+    `base + r * stride + c`. With `stride == columns` (the common case) the rows are consecutive
+    and the block is XBLOCK = rows x columns consecutive elements; a larger stride (a multiple of
+    the columns) steps over the digits between them, which the program's id fixes."""
 
     columns: int  # P
-    xblock: int
+    xblock: int  # rows x columns: the elements a program holds
+    stride: int = 0  # L, the flat-index step between rows (0: the columns)
 
     @property
     def rows(self) -> int:
         return self.xblock // self.columns
 
+    @property
+    def step(self) -> int:
+        return self.stride or self.columns
+
+    @property
+    def group(self) -> int:
+        """The flat-index extent of the programs that share a value of the digits above the rows."""
+        return self.step * self.rows
+
+    def programs(self, xnumel: int) -> int:
+        return -(-xnumel // self.group) * (self.step // self.columns)
+
     def column(self, dep: Dep) -> bool:
-        """Whether a value of this dependence is the same in every row of a block's column."""
-        return all((hi != _UNBOUNDED and self.columns % int(hi) == 0) or lo % self.xblock == 0 for lo, hi in dep.spans)
+        """Whether a value of this dependence is the same in every row of a program's column:
+        each span it reads lies below the columns, between the columns and the row step, or from
+        the rows' group up (the last two fixed by the program's id)."""
+        p, step, group = self.columns, self.step, self.group
+
+        def fixed(lo: int, hi: float) -> bool:
+            if hi != _UNBOUNDED and p % int(hi) == 0:
+                return True
+            if lo % p == 0 and hi != _UNBOUNDED and step % int(hi) == 0:
+                return True
+            return lo % group == 0
+
+        return all(fixed(lo, hi) for lo, hi in dep.spans)
 
 
 @dataclass
@@ -113,6 +149,7 @@ class Found:
     split: Split
     deps: dict[int, Dep]  # id(value) -> its dependence
     hoisted: list[Operation]  # the costly ops computed on [1, P]
+    xnumel: int
 
 
 def _pointwise_index(kernel: Kernel) -> tuple[Value, Value] | str:
@@ -177,20 +214,23 @@ def dependences(kernel: Kernel, xrange: Value, xindex: Value, xnumel: int) -> di
     return deps
 
 
-def _splits(dep: Dep) -> list[Split]:
-    """The splits under which a value of this dependence is a column's: its spans in order, the
-    first k below the columns (each a divisor of P) and the rest above the block."""
-    spans = sorted(dep.spans)
+def _candidates(limit: int, min_rows: int, min_columns: int, xnumel: int, places: set[int]) -> list[Split]:
+    """Every split of at most `limit` elements a program: columns and rows powers of two (a tile's
+    sizes), columns from `min_columns`, at least `min_rows` rows; rows consecutive, or apart by a
+    power-of-two multiple of the columns or by one of `places` (where the costly values' digits
+    end: a head's tokens x head_dim, which need not be a power of two) that the columns divide."""
     out = []
-    for k in range(len(spans) + 1):
-        low, high = spans[:k], spans[k:]
-        if any(hi == _UNBOUNDED or int(hi) & (int(hi) - 1) for _, hi in low):
-            continue  # a column count must be a power of two that the low spans divide
-        columns = max([int(hi) for _, hi in low], default=1)
-        block = min([lo for lo, _ in high], default=0)
-        xblock = block & -block if block else 1 << 30  # the largest power of two dividing it
-        if xblock > columns:
-            out.append(Split(columns, xblock))
+    columns = min_columns
+    while columns * min_rows <= limit:
+        rows = min_rows
+        while columns * rows <= limit:
+            steps = {columns << k for k in range(max(1, (max(xnumel, 1) // columns).bit_length()))}
+            steps |= {v for v in places if v % columns == 0}
+            for step in sorted(steps):
+                if step == columns or step * rows <= max(next_pow2(xnumel), columns * rows):
+                    out.append(Split(columns, columns * rows, 0 if step == columns else step))
+            rows *= 2
+        columns *= 2
     return out
 
 
@@ -208,25 +248,23 @@ def find(kernel: Kernel, xblock: int = 2048, min_rows: int = 4, min_columns: int
     if not costly:
         return "no costly op (cos, sin, exp, log, tanh, ...)"
     limit = min(xblock, next_pow2(xnumel))
-    best: tuple[tuple[int, int, int], Split, list[Operation]] | None = None
-    for op in costly:
-        for split in _splits(deps[id(op.result)]):
-            columns = max(split.columns, min_columns)
-            split = Split(columns, min(split.xblock, limit))
-            if xnumel % split.xblock and not _stores_masked(kernel, xindex, xnumel):
-                continue
-            if split.rows < min_rows:
-                continue
-            hoisted = [c for c in costly if split.column(deps[id(c.result)])]
-            key = (len(hoisted), split.rows, split.columns)
-            if best is None or key > best[0]:
-                best = (key, split, hoisted)
+    masked = _stores_masked(kernel, xindex, xnumel)
+    best: tuple[tuple[int, int, int, int], Split, list[Operation]] | None = None
+    places = {int(v) for c in costly for span in deps[id(c.result)].spans for v in span if v != _UNBOUNDED}
+    for split in _candidates(limit, min_rows, min_columns, xnumel, places):
+        if xnumel % split.group and not masked:
+            continue
+        hoisted = [c for c in costly if split.column(deps[id(c.result)])]
+        # the most costly ops hoisted, then the most rows sharing them, then consecutive rows
+        key = (len(hoisted), split.rows, -split.step, split.columns)
+        if hoisted and (best is None or key > best[0]):
+            best = (key, split, hoisted)
     if best is None:
         return (
             f"no costly op's value repeats over {min_rows} or more rows of a block of at most {limit} "
             "(each reads digits of the flat index between its columns and its block)"
         )
-    return Found(xrange, xindex, best[1], deps, best[2])
+    return Found(xrange, xindex, best[1], deps, best[2], xnumel)
 
 
 def _is_mask(op: Operation | None, xindex: Value, xnumel: int) -> bool:
@@ -306,11 +344,21 @@ class _Rewrite:
         t = op.result.type
         assert isinstance(t, TileType)
         dt = t.dtype
-        rows, cols = self.split.rows, self.split.columns
+        rows, cols, step = self.split.rows, self.split.columns, self.split.step
         b = self.b
+        if step != cols:
+            # the program's first element: its group of rows (pid // per) and its columns within
+            # the row step (pid % per), `per` programs a group
+            pid = next(o.result for o in self.kernel.body.ops if isinstance(o, ProgramIdOp))
+            per = b.constant(step // cols, dt, name_hint="per")
+            group = b.op("tile.div", self.scalar(pid), per, name_hint="xgroup")
+            group = b.op("tile.mul", group, b.constant(self.split.group, dt, name_hint="xgroup"), name_hint="xgroup")
+            within = b.op("tile.rem", self.scalar(pid), per, name_hint="xwithin")
+            within = b.op("tile.mul", within, b.constant(cols, dt, name_hint="xwithin"), name_hint="xwithin")
+            xoffset = b.op("tile.add", group, within, name_hint="xbase")
         r = b.op("tile.arange", type=TileType((rows,), dt), end=rows, name_hint="xrows")
         r2 = b.op("tile.expand_dims", r, axis=1, name_hint="xrows")
-        p = b.constant(cols, dt, name_hint=f"c{cols}")
+        p = b.constant(step, dt, name_hint=f"c{step}")
         r3 = b.op("tile.mul", r2, p, name_hint="xrows")
         c = b.op("tile.arange", type=TileType((cols,), dt), end=cols, name_hint="xcols")
         c2 = b.op("tile.expand_dims", c, axis=0, name_hint="xcols")
@@ -394,6 +442,7 @@ class Repeats(Pass):
                 self.remark(kernel, found)
                 continue
             bind_constexprs(kernel, {"XBLOCK": found.split.xblock})
+            kernel.launch.grid = (found.split.programs(found.xnumel),)
             _Rewrite(kernel, found).run()
 
 
