@@ -28,7 +28,6 @@ import sys
 import torch
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import libdevice  # noqa: F401  (tl_math.cos is libdevice's)
 
 from tilec.runtime.timing import device_ms
 

@@ -72,8 +72,8 @@ from tilec.passes.specialize import bind_constexprs
 COSTLY = frozenset(
     f"tile.{n}" for n in ("cos", "sin", "exp", "exp2", "log", "log2", "tanh", "erf", "sigmoid", "pow", "sqrt", "rsqrt")
 )
-# ops the rewrite knows to re-shape: elementwise math, comparisons, selects, casts, constants,
-# loads and stores (a pointwise kernel of Inductor's has no other kinds)
+# ops that change a tile's shape: the rewrite re-shapes elementwise math, comparisons, selects,
+# casts, constants, loads and stores (what a pointwise kernel of Inductor's holds), not these
 _SHAPE_CHANGING = frozenset(
     ("tile.expand_dims", "tile.reshape", "tile.broadcast", "tile.convert_layout", "tile.assume_multiple")
 )
@@ -142,13 +142,12 @@ class Split:
 
 @dataclass
 class Found:
-    """A kernel the pass can rewrite: its flat index, mask, the split and the costly ops it hoists."""
+    """A kernel the pass can rewrite: its flat index, the split, each value's dependence, its size."""
 
     xrange: Value
     xindex: Value
     split: Split
     deps: dict[int, Dep]  # id(value) -> its dependence
-    hoisted: list[Operation]  # the costly ops computed on [1, P]
     xnumel: int
 
 
@@ -249,22 +248,22 @@ def find(kernel: Kernel, xblock: int = 2048, min_rows: int = 4, min_columns: int
         return "no costly op (cos, sin, exp, log, tanh, ...)"
     limit = min(xblock, next_pow2(xnumel))
     masked = _stores_masked(kernel, xindex, xnumel)
-    best: tuple[tuple[int, int, int, int], Split, list[Operation]] | None = None
+    best: tuple[tuple[int, int, int, int], Split] | None = None
     places = {int(v) for c in costly for span in deps[id(c.result)].spans for v in span if v != _UNBOUNDED}
     for split in _candidates(limit, min_rows, min_columns, xnumel, places):
         if xnumel % split.group and not masked:
             continue
-        hoisted = [c for c in costly if split.column(deps[id(c.result)])]
+        hoisted = sum(split.column(deps[id(c.result)]) for c in costly)
         # the most costly ops hoisted, then the most rows sharing them, then consecutive rows
-        key = (len(hoisted), split.rows, -split.step, split.columns)
+        key = (hoisted, split.rows, -split.step, split.columns)
         if hoisted and (best is None or key > best[0]):
-            best = (key, split, hoisted)
+            best = (key, split)
     if best is None:
         return (
             f"no costly op's value repeats over {min_rows} or more rows of a block of at most {limit} "
             "(each reads digits of the flat index between its columns and its block)"
         )
-    return Found(xrange, xindex, best[1], deps, best[2], xnumel)
+    return Found(xrange, xindex, best[1], deps, xnumel)
 
 
 def _is_mask(op: Operation | None, xindex: Value, xnumel: int) -> bool:
@@ -304,6 +303,7 @@ class _Rewrite:
         self.full: dict[int, Value] = {}  # [rows, P] versions (broadcast from a column's where one is)
         self.exact: dict[int, Value] = {}  # [rows, P] versions computed from full-tile operands only
         self.defs: dict[int, Operation] = {}
+        self._tainted: dict[int, bool] = {}
 
     def shape(self, kind: str) -> tuple[int, int]:
         return (1, self.split.columns) if kind == "col" else (self.split.rows, self.split.columns)
@@ -326,7 +326,7 @@ class _Rewrite:
                     operands.append(self.get(op.mask, "exact"))
                 self.clone(op, operands, None)
             elif not isinstance(op.result.type, TileType):
-                self.same[id(op.result)] = self.clone(op, [self.scalar(v) for v in op.operands], None)
+                self.same[id(op.result)] = self.clone(op, [self.scalar(v) for v in op.operands], None).result
             elif op.result is self.f.xindex:
                 self.make_index(op)
             elif op.result is not self.f.xrange:  # (the rows and columns replace it)
@@ -384,13 +384,13 @@ class _Rewrite:
         elif kind == "exact" and not self.tainted(v):
             out = self.get(v, "full")
         else:
-            operand_kind = {"col": "col", "full": "full", "exact": "exact"}[kind]
+            operand_kind = kind
             if isinstance(op, LoadOp) and kind != "col":
                 operand_kind = "exact"  # a load's address and mask: never a first row's broadcast
             operands = [self.get(o, operand_kind) for o in op.operands]
             if isinstance(op, LoadOp) and op.other is not None and kind != "col":
                 operands[-1] = self.get(op.other, "full")
-            out = self.clone(op, operands, self.tile(v, kind))
+            out = self.clone(op, operands, self.tile(v, kind)).result
         table[id(v)] = out
         return out
 
@@ -399,25 +399,26 @@ class _Rewrite:
         a column value that depends on the mask, or anything computed from one."""
         if not isinstance(v.type, TileType) or v is self.f.xindex:
             return False
-        if self.is_column(v):
-            return self.f.deps.get(id(v), Dep()).valid
-        op = self.defs[id(v)]
-        if isinstance(op, LoadOp):
-            return False  # its address and mask are exact; its value is memory's
-        return any(self.tainted(o) for o in op.operands)
+        if id(v) not in self._tainted:  # (once a value: operands are shared)
+            op = self.defs[id(v)]
+            if self.is_column(v):
+                self._tainted[id(v)] = self.f.deps.get(id(v), Dep()).valid
+            else:  # a load's address and mask are exact, and its value is memory's
+                self._tainted[id(v)] = not isinstance(op, LoadOp) and any(self.tainted(o) for o in op.operands)
+        return self._tainted[id(v)]
 
     def tile(self, v: Value, kind: str) -> TileType:
         t = v.type
         assert isinstance(t, TileType)
-        return TileType(self.shape("col" if kind == "col" else "full"), t.dtype)
+        return TileType(self.shape(kind), t.dtype)
 
-    def clone(self, op: Operation, operands: list[Value], result: TileType | None) -> Value:
+    def clone(self, op: Operation, operands: list[Value], result: TileType | None) -> Operation:
         types = [result if result is not None else r.type for r in op.results]
         new = self.b.create(
             type(op), *operands, result_types=types, names=[r.name_hint for r in op.results], **op.attributes
         )
         new.loc = op.loc
-        return new.results[0] if new.results else operands[0]
+        return new
 
 
 @register

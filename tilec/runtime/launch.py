@@ -128,11 +128,8 @@ class TilecKernel:
         if bound is not None and stream is not None and bound.launch(args, stream):
             self.launches[bound.role] += 1
             return
-        if self._primary_failed or (self.tma and not self._primary_possible):
-            self._launch_fallback(args, stream)
-            return
-        descs = self._descriptors(args) if self.tma else None
-        if descs is _MISALIGNED:
+        variant, descs = self._variant_for(args)
+        if variant is not self.primary:
             self._launch_fallback(args, stream)
             return
         if self._primary_ran:
@@ -163,19 +160,26 @@ class TilecKernel:
         Nothing to do on the CPU (the interpreter compiles nothing)."""
         if self.device == "cpu":
             return
-        variant = self.primary
+        variant, descs = self._variant_for(args)
+        if variant is None:  # pragma: no cover - a TMA kernel always has one
+            raise RuntimeError(f"tilec: {self.name}: no fallback variant")
         kwargs: dict[str, Any] = {"num_sms": self._sms()}
-        if self._primary_failed or (self.tma and not self._primary_possible):
-            variant = self.fallback or self.primary
-        elif self.tma:
-            descs = self._descriptors(args)
-            if descs is _MISALIGNED:
-                variant = self.fallback or self.primary
-            else:
-                kwargs["descs"] = descs
+        if descs is not None:
+            kwargs["descs"] = descs
         compile_only = getattr(variant.module, "compile_only", None)
         if compile_only is not None:
             compile_only(*variant.args(args), **kwargs)
+
+    def _variant_for(self, args: tuple[Any, ...]) -> tuple[Variant | None, Any]:
+        """The variant a launch on `args` runs and its TMA descriptors (None without TMA): the
+        fallback (None if there is none) where the primary failed or cannot read these arguments
+        through TMA (strides, a misaligned base)."""
+        if self._primary_failed or (self.tma and not self._primary_possible):
+            return self.fallback, None
+        descs = self._descriptors(args) if self.tma else None
+        if descs is _MISALIGNED:
+            return self.fallback, None
+        return self.primary, descs
 
     def _launch_fallback(self, args: tuple[Any, ...], stream: Any) -> None:
         if self.fallback is None:  # pragma: no cover - a TMA kernel always has one
