@@ -414,3 +414,28 @@ def test_the_kernel_rules_script_runs_valid_bench_commands(bench) -> None:
         assert all(op in bench.OPS for op in args.ops.split(","))
         assert all(impl in bench.IMPLS for impl in args.impls.split(",")) and "tilec-autotune" in args.impls
     assert 'bench/rules.py --kernels "$OUT"' in text
+
+
+def test_the_model_rules_script_runs_valid_bench_commands(bench) -> None:
+    """scripts/derive-model-rules: each part's `tilec bench --models --autotune` parses, with the
+    families the bench knows, and writes a folder under $OUT, where `bench/rules.py --kernels`
+    looks."""
+    import re
+    import shlex
+
+    text = (Path(__file__).resolve().parents[2] / "scripts" / "derive-model-rules").read_text()
+    joined = text.replace("\\\n", " ")
+    (base,) = [
+        line.split("python3 -m tilec.cli bench", 1)[1] for line in joined.splitlines() if "tilec.cli bench" in line
+    ]
+    base = base.split(">", 1)[0]
+    parts = re.findall(r"^\s*(\w+)\) args=\((.*)\) ;;$", text, re.M)
+    assert [p for p, _ in parts] == ["default", "small", "dynamic"]
+    for part, args in parts:
+        command = base.replace('"${args[@]}"', args).replace('"$FAMILIES"', "llama,gpt2,gemma")
+        argv = shlex.split(command.replace('"$OUT/$part"', f"OUT/{part}"))
+        parsed = bench.parser().parse_args(argv)
+        assert parsed.models and parsed.autotune and parsed.out == f"OUT/{part}"
+        assert parsed.dynamic == (part == "dynamic") and parsed.size == ("small" if part == "small" else "default")
+        assert set(parsed.families.split(",")) <= {"llama", "gpt2", "gemma"}
+    assert 'bench/rules.py --kernels "$OUT"' in text
