@@ -13,8 +13,9 @@ from tilec.ir.core import Kernel
 
 
 def triton_ptx(kernel: Kernel, workdir: Path) -> str:
-    """The PTX of `kernel` (planned, pointer parameters only) emitted as Triton and compiled for
-    sm_90, its pointers 16-byte aligned as Triton specializes them at launch."""
+    """The PTX of `kernel` (planned) emitted as Triton and compiled for sm_90, its pointers 16-byte
+    aligned as Triton specializes them at launch (integer parameters: unspecialized, as the
+    emitters compile them)."""
     source = workdir / "kernel.py"
     source.write_text(emit_triton(kernel).source)
     ptx = workdir / "kernel.ptx"
@@ -24,13 +25,10 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from tilec.runtime import load_source
 m = load_source(open({str(source)!r}).read(), interpret=False)
-names = m.KERNEL.arg_names
-pointers = {[f"*{p.type.pointee.name}" for p in kernel.params]!r}
-sig = dict(zip(names, pointers + ["constexpr"] * len(m.CONSTEXPRS)))
-cx = dict(zip(names[len(pointers):], m.CONSTEXPRS.values()))
-attrs = {{(i,): [["tt.divisibility", 16]] for i in range(len(pointers))}}
-k = triton.compile(ASTSource(m.KERNEL, sig, constexprs=cx, attrs=attrs), target=GPUTarget("cuda", 90, 32),
-                   options={{"num_warps": m.NUM_WARPS}})
+names = list(m.SIGNATURE)
+attrs = {{(names.index(p),): [["tt.divisibility", 16]] for p in m.DIVISIBLE}}
+k = triton.compile(ASTSource(m.KERNEL, m.SIGNATURE, constexprs=m.CONSTEXPRS, attrs=attrs),
+                   target=GPUTarget("cuda", 90, 32), options={{"num_warps": m.NUM_WARPS}})
 open({str(ptx)!r}, "w").write(k.asm["ptx"])
 """
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

@@ -334,3 +334,66 @@ def test_a_number_passed_by_value_is_a_parameter_of_gpu_kernels(pipeline: str) -
             assert_close(got, scaled_softmax(*inputs), torch.bfloat16, what=f"s={s} triton={triton}")
     (k,) = capture(scaled_softmax, [x, torch.tensor(True)])
     assert not isinstance(k.result, Lowered) and k.result.reason == SCALAR_ARGUMENT
+
+
+def test_a_size_that_is_a_multiple_of_16_says_so() -> None:
+    """A size that is a multiple of a power of two for every value of the symbols (`384*s0*s1`)
+    carries `multiple_of` (at most 16); one that is not (`99*s0`, a bare symbol) carries nothing."""
+    lowered, kernels = _kernels("gelu")
+    attrs = {p.name_hint: a for p, a in zip(kernels["logical"].params, kernels["logical"].param_attrs)}
+    assert attrs["xnumel"] == {"multiple_of": 16}, lowered.sizes
+    assert "%xnumel: i32 {multiple_of = 16}" in print_kernel(kernels["triton-default"])
+    for name, want in (("middle-sum", {"ks0": 8, "xnumel": 8}), ("negative-index", {}), ("column-sum", {})):
+        _, _, sized = _sized(name)
+        k = sized["logical"]
+        assert {p.name_hint: a["multiple_of"] for p, a in zip(k.params, k.param_attrs) if a} == want, name
+
+
+def test_the_interpreter_holds_a_launch_to_multiple_of() -> None:
+    from tilec.interp.dtypes import TORCH_DTYPES
+
+    lowered, kernels = _kernels("gelu")
+    x, w = torch.randn(2, N), torch.randn(N)
+    inputs = iter([x, w])
+    args = [
+        next(inputs).to(TORCH_DTYPES[a.dtype])
+        if not a.is_written
+        else torch.empty(x.shape, dtype=TORCH_DTYPES[a.dtype])
+        for a in lowered.args
+    ]
+    with pytest.raises(interp.ExecutionError, match="'xnumel' is 760, not a multiple of 16"):
+        interp.run(kernels["triton-default"], *args, x.numel() - 8)
+
+
+def test_a_size_known_to_be_a_multiple_of_16_keeps_16_byte_accesses(tmp_path: Path) -> None:
+    """Triton compiles sizes unspecialized: of a bare size it knows no divisibility, and every
+    access masked by it or offset by it would be one element wide. Passed divided by 16 and
+    multiplied back in the kernel, it is known to be a multiple of 16: the gelu's bf16 loads and
+    stores are 16 bytes wide, as stock's (which Inductor compiles with the size's divisibility)."""
+    import collections
+    import re
+
+    from triton_ptx import triton_ptx
+
+    _, kernels = _kernels("gelu")
+    source = emit_triton(kernels["triton-default"]).source
+    assert "xnumel = xnumel_over_16 * 16" in source and "xnumel // 16" in source, source
+    counts = collections.Counter(
+        re.findall(r"(?:ld|st)\.global[.:\w]*", triton_ptx(kernels["triton-default"], tmp_path))
+    )
+    assert counts and all(".v4" in op or ".v2.b64" in op for op in counts), counts
+
+
+def test_emitted_triton_takes_a_divided_size_at_launch() -> None:
+    """The emitted launcher divides a size said to be a multiple of 16 and the kernel multiplies it
+    back: the gelu over several row counts in Triton's interpreter equals eager."""
+    lowered, kernels = _kernels("gelu")
+    module = load_source(emit_triton(kernels["triton-default"]).source, interpret=True)
+    w = torch.randn(N).to(torch.bfloat16)
+    for rows in (1, 5):
+        x = torch.randn(rows, N).to(torch.bfloat16)
+        out = torch.empty(x.shape, dtype=torch.bfloat16)
+        inputs = iter([x, w.float()])
+        args = [next(inputs) if not a.is_written else out for a in lowered.args]
+        module.launch(*args, x.numel(), num_sms=4)
+        assert_close(out.float(), gelu_bias(x.float(), w.float()), torch.bfloat16)

@@ -362,3 +362,58 @@ def test_a_number_passed_by_value_reaches_every_bound_launch(monkeypatch) -> Non
         torch.testing.assert_close(y, x * s + n)
     assert seen == [("float", 0.5, 2), ("float", -2.25, 5)]
     assert k.launches == {"primary": 3, "fallback": 0}
+
+
+def test_a_size_passed_divided_reaches_every_bound_launch_divided(monkeypatch) -> None:
+    """A symbolic size the kernel knows to be a multiple of 16 (`multiple_of`) is passed divided
+    by 16 (the emitted `launch_args` divides it; the kernel multiplies it back): the bound launch
+    divides each call's size the same way, and a number passed by value beside it stays whole."""
+    import tilec.runtime.launch as launch
+
+    monkeypatch.setattr(launch, "_current_device", lambda: 0)
+    monkeypatch.setattr(launch, "_current_stream", lambda index: 7)
+    seen: list[tuple[Any, ...]] = []
+
+    class CLaunch:  # a C function: no `__code__`
+        def __call__(self, g0: int, g1: int, g2: int, stream: int, fn: Any, *rest: Any) -> None:
+            x, y, n_over_16, s, _block = rest[8:]
+            seen.append((g0, n_over_16, s))
+            y[: n_over_16 * 16].copy_(x[: n_over_16 * 16] * s)
+
+    class Compiled:
+        function, packed_metadata = "function", "metadata"
+        run = SimpleNamespace(
+            launch=CLaunch(),
+            global_scratch_size=0,
+            profile_scratch_size=0,
+            launch_cooperative_grid=False,
+            launch_pdl=False,
+        )
+
+        def launch_metadata(self, *a: Any) -> None:
+            return None
+
+    def grid(x: torch.Tensor, y: torch.Tensor, n: int, s: int, num_sms: int = 1) -> tuple[int, ...]:
+        return (-(-n // 64),)
+
+    def launch_args(
+        x: torch.Tensor, y: torch.Tensor, n: int, s: int, num_sms: int = 1
+    ) -> tuple[tuple[int, ...], tuple[Any, ...]]:
+        return grid(x, y, n, s), (x, y, n // 16, s, 64)
+
+    def jit_launch(x: torch.Tensor, y: torch.Tensor, n: int, s: int, num_sms: int = 1) -> Any:
+        y[:n].copy_(x[:n] * s)
+        return Compiled()
+
+    module = FakeModule(launch_args=launch_args, launch=jit_launch, GRID=grid)
+    k = TilecKernel("k", variant(module, "triton", (0, 1, 2, 3)))
+    k._sms = lambda: 132  # type: ignore[method-assign]
+    x, y = torch.randn(1024), torch.zeros(1024)
+    k.run(x, y, 256, 3, stream=7)  # Triton's JIT compiles; bound from now on
+    assert k._bound is not None and k._bound.size_args == (2, 3)
+    for n, s in ((512, 2), (1024, 5), (16, 7)):
+        y.zero_()
+        k.run(x, y, n, s, stream=7)
+        torch.testing.assert_close(y[:n], x[:n] * s)
+        assert not y[n:].any()
+    assert seen == [(8, 32, 2), (16, 64, 5), (1, 1, 7)]

@@ -16,6 +16,16 @@ def kernel(body: str, params: str = "%x: ptr<f32>", attrs: str = "grid = [1]", h
 
 CASES = {
     # name: (source, message fragment)
+    "multiple-of-not-a-power-of-two": (
+        kernel("", params="%x: ptr<f32>, %n: i32 {multiple_of = 12}"),
+        "multiple_of must be a power of two of at least 2, got 12",
+    ),
+    "multiple-of-one": (kernel("", params="%n: i64 {multiple_of = 1}"), "got 1"),
+    "multiple-of-on-a-pointer": (
+        kernel("", params="%x: ptr<f32> {multiple_of = 16}"),
+        "takes no attributes (descriptors take theirs, integers multiple_of)",
+    ),
+    "multiple-of-on-a-float": (kernel("", params="%s: f32 {multiple_of = 16}"), "takes no attributes"),
     "rand-offset-dtype": (
         kernel(
             "  %s = tile.constant {value = 7} : i64\n  %i = tile.arange {end = 8} : tile<[8], i32>\n"

@@ -146,8 +146,9 @@ class GluonEmitter(PythonEmitter):
     def emit_kernel(self) -> GluonModule:
         k = self.k
         params = self.params()
-        sig = ", ".join(params + [f"{c}: gl.constexpr" for c in k.constexprs])
+        sig = ", ".join([self.kernel_param(n) for n in params] + [f"{c}: gl.constexpr" for c in k.constexprs])
         self.lines += [f"@gluon.jit{self.jit_options(kernel=True)}", f"def {self.kname}({sig}):"]
+        self.scaled_prologue()
         self.body(k.body, 1)
         kernel_src = "\n".join(self.lines)
 
@@ -192,7 +193,7 @@ class GluonEmitter(PythonEmitter):
             t = p.type
             scalar_or_pointer = signature_type(t)
             if scalar_or_pointer is not None:
-                sig.append(f'"{self.n(p)}": "{scalar_or_pointer}"')
+                sig.append(f'"{self.kernel_param(self.n(p))}": "{scalar_or_pointer}"')
             elif isinstance(t, TensorDescType):
                 block = [evaluate(d, k.bound_constexprs()) for d in t.block_shape]
                 layout = self.layout_names[t.layout]
@@ -207,7 +208,10 @@ class GluonEmitter(PythonEmitter):
         sig += [f'"{c}": "constexpr"' for c in k.constexprs]
         divisible = [self.n(p) for p in k.params if isinstance(p.type, PointerType)]
         grid = ", ".join(py_expr(g, names) for g in k.launch.grid)
-        call = [self.n(p) if not isinstance(p.type, TensorDescType) else f'descs["{self.n(p)}"]' for p in k.params]
+        call = [
+            self.host_arg(self.n(p)) if not isinstance(p.type, TensorDescType) else f'descs["{self.n(p)}"]'
+            for p in k.params
+        ]
         call += [str(v) for v in k.constexprs.values()]
         options = [f"num_warps={k.launch.num_warps}"]
         if k.launch.maxnreg is not None:

@@ -233,6 +233,31 @@ class PythonEmitter:
         self.kname = self.names.fresh(f"{kernel.name}_kernel") if clash else kernel.name
         self.lines: list[str] = []
         self.helpers: set[str] = set()
+        # integer parameters said to be multiples of m (`multiple_of`, a symbolic size such as
+        # 5632*s0): the launch passes the value divided by m and the kernel multiplies it back.
+        # Triton compiles sizes unspecialized, so it knows nothing of a size's divisibility, and a
+        # mask or offset from it would cost every load and store its 16-byte width; of `q * m` it
+        # knows that m divides it. Parameter name -> (the jitted function's parameter, m).
+        self.scaled: dict[str, tuple[str, int]] = {}
+        for p, attrs in zip(kernel.params, kernel.param_attrs):
+            m = attrs.get("multiple_of")
+            if m is not None and isinstance(p.type, DType) and p.type.is_int:
+                name = self.n(p)
+                self.scaled[name] = (self.fresh(f"{name}_over_{m}"), m)
+
+    def kernel_param(self, name: str) -> str:
+        """The jitted function's parameter for the kernel parameter `name` (its own name, or that
+        of the value divided by its `multiple_of`)."""
+        return self.scaled[name][0] if name in self.scaled else name
+
+    def host_arg(self, name: str) -> str:
+        """What the launcher passes for the kernel parameter `name`."""
+        return f"{name} // {self.scaled[name][1]}" if name in self.scaled else name
+
+    def scaled_prologue(self) -> None:
+        """The kernel's first lines: each scaled parameter multiplied back."""
+        for name, (q, m) in self.scaled.items():
+            self.emit(1, f"{name} = {q} * {m}")
 
     # -- naming and literals
 
@@ -261,7 +286,8 @@ class PythonEmitter:
         options = []
         if any(isinstance(op, AssertOp) for op in self.k.walk()):
             options.append("debug=True")
-        sizes = [self.n(p) for p in self.k.params if isinstance(p.type, DType) and p.type.is_int] if kernel else []
+        ints = [self.n(p) for p in self.k.params if isinstance(p.type, DType) and p.type.is_int] if kernel else []
+        sizes = [self.kernel_param(n) for n in ints]
         if sizes:
             options.append(f"do_not_specialize={sizes!r}")
         return f"({', '.join(options)})" if options else ""

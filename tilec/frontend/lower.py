@@ -654,6 +654,12 @@ class KernelBuilder:
         for i, a in enumerate(kernel.body.args):
             a.index = i
         kernel.param_attrs = [{} for _ in kernel.body.args]
+        # a size that is a multiple of 16 (or 8, 4, 2) for every value of the graph's symbols
+        # says so: the emitters let Triton know, so a symbolic size still gets 16-byte accesses
+        for a, attrs in zip(kernel.body.args, kernel.param_attrs):
+            m = _power_of_two_factor(self.sizes[a.name_hint]) if a.name_hint in self.sizes else 1
+            if m > 1:
+                attrs["multiple_of"] = m
 
     def _args(self) -> list[KernelArg]:
         kernel = self.lb.kernel
@@ -736,6 +742,21 @@ def _base_symbols(e: sympy.Expr) -> sympy.Expr:
     except Exception:
         return e
     return sympy.sympify(e).xreplace(inverse) if inverse else e
+
+
+def _power_of_two_factor(expr: Any, cap: int = 16) -> int:
+    """The largest power of two up to `cap` that divides `expr` (an expression of the graph's
+    positive integer size symbols) whatever the symbols' values: that of its integer content
+    (`5632*s0` -> 16, `2048*s0 + 4096` -> 16, `s0 + 1` -> 1); 1 where it is not a polynomial."""
+    e = sympy.sympify(expr)
+    try:
+        coeff = sympy.Poly(e, *sorted(e.free_symbols, key=str)).content() if e.free_symbols else e
+    except sympy.PolynomialError:  # FloorDiv, ModularIndexing, ...: no content claimed
+        return 1
+    if not coeff.is_Integer or coeff == 0:
+        return 1
+    c = abs(int(coeff))
+    return min(c & -c, cap)
 
 
 def _spans_root(entry: Any) -> bool:

@@ -480,12 +480,18 @@ def _bind(kernel: Kernel, args: tuple[Any, ...]) -> tuple[dict[int, Any], dict[s
         raise ExecutionError(f"kernel @{kernel.name} takes {len(plain)} arguments ({names}), got {len(args)}")
     env: dict[int, Any] = {}
     by_name: dict[str, Any] = {}
+    attrs_of = {id(p): a for p, a in zip(kernel.params, kernel.param_attrs)}
     for p, a in zip(plain, args):
         name = p.name_hint or "?"
         t = p.type
         value: Any
         if isinstance(t, DType):
             value = torch.tensor(a.item() if isinstance(a, torch.Tensor) else a, dtype=to_torch(t))
+            m = attrs_of[id(p)].get("multiple_of")
+            if m is not None and int(value.item()) % m:
+                raise ExecutionError(
+                    f"argument '{name}' is {int(value.item())}, not a multiple of {m} as the kernel says"
+                )
             by_name[name] = value
         else:
             if not isinstance(a, torch.Tensor):

@@ -102,8 +102,16 @@ class _KernelVerifier:
         for p, attrs in zip(k.params, k.param_attrs):
             if isinstance(p.type, TensorDescType):
                 self.descriptor(p, attrs, scalars)
+            elif isinstance(p.type, DType) and p.type.is_int and set(attrs) <= {"multiple_of"}:
+                m = attrs.get("multiple_of", 2)
+                if not (isinstance(m, int) and not isinstance(m, bool) and m >= 2 and m & (m - 1) == 0):
+                    raise self.fail(
+                        f"parameter %{p.name_hint}: multiple_of must be a power of two of at least 2, got {m!r}"
+                    )
             elif attrs:
-                raise self.fail(f"parameter %{p.name_hint} takes no attributes (only descriptors do)")
+                raise self.fail(
+                    f"parameter %{p.name_hint} takes no attributes (descriptors take theirs, integers multiple_of)"
+                )
         known = set(k.constexprs) | scalars | {"num_sms"}
         for g in k.launch.grid:
             self.symbols_known(g, known, "the grid")

@@ -299,7 +299,8 @@ class _Bound:
     which may compile another specialization or take the fallback), and reuses the encoded TMA
     descriptor of each tuple of base pointers (`cuTensorMapEncodeTiled` runs once per tuple, not
     once per launch; the encoding holds no tensor). A kernel with a symbolic size takes it as a
-    run() argument after the buffers: passed through, the grid recomputed from it by the emitted
+    run() argument after the buffers: passed through (divided by the power of two the kernel
+    knows divides it, `multiple_of`, as the emitted launcher divides it), the grid recomputed from it by the emitted
     `GRID` (the emitters compile size parameters unspecialized, so any size that fits 32 bits
     keeps the binding); a number the wrapper passes by value (`buf.item()`) is passed through
     too. Kernels that need Triton's scratch memory or launch hooks, and launchers of another
@@ -334,9 +335,10 @@ class _Bound:
         tma: tuple[TmaOperand, ...],
         variant: Variant | None = None,
         num_sms: int = 1,
-        sizes: dict[int, int] | None = None,
+        sizes: dict[int, tuple[int, int]] | None = None,
     ) -> _Bound | None:
-        """`sizes`: kernel argument index -> run() argument index, for per-call numbers."""
+        """`sizes`: kernel argument index -> (run() argument index, the divisor the emitted
+        launcher applies to it), for per-call numbers."""
         sizes = sizes or {}
         try:
             launcher = compiled.run
@@ -356,7 +358,7 @@ class _Bound:
         descs = 0
         for k, a in enumerate(kernel_args):
             if k in sizes:
-                layout.append(("size", sizes[k]))
+                layout.append(("size", sizes[k]))  # (run() argument, what the launch divides it by)
                 continue
             scalar = isinstance(a, (int, float, bool)) or a is None
             i = None if scalar else next((j for j, x in enumerate(args) if x is a), None)
@@ -376,7 +378,7 @@ class _Bound:
         self.desc_meta = desc_meta
         self.desc_source = tuple(src for kind, v in layout if kind == "desc" for _, src, _ in [v])
         self.tensor_args = tuple(v for kind, v in layout if kind == "arg")
-        self.size_args = tuple(v for kind, v in layout if kind == "size")
+        self.size_args = tuple(i for kind, v in layout if kind == "size" for i, _ in [v])
         self.size_spec = tuple(_size_spec(args[i]) for i in self.size_args)
         self.grid_of = None
         if self.size_args:
@@ -414,7 +416,8 @@ class _Bound:
                     return False
                 kernel_args.append(a)
             elif kind == "size":
-                kernel_args.append(args[v])
+                i, m = v
+                kernel_args.append(args[i] // m if m > 1 else args[i])
             elif kind == "desc":
                 assert encoded is not None
                 kernel_args.extend(encoded[v[0]])
@@ -443,21 +446,28 @@ def _number(a: Any) -> bool:
     return isinstance(a, (int, float)) and not isinstance(a, bool)
 
 
-def _sizes(prepare: Any, variant: Variant, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, int]:
+def _sizes(prepare: Any, variant: Variant, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, tuple[int, int]]:
     """Which kernel arguments are run() arguments that change from call to call: sizes (a
     symbolic xnumel) and values the wrapper passes as numbers (`buf.item()`): kernel argument
-    index -> run() argument index. Found by preparing the launch again with each numeric argument
-    replaced by a value no constant takes (of the same type: an integer stays an integer)."""
-    probe_base = 1 << 40
+    index -> (run() argument index, m), the kernel taking the argument divided by m (a size said
+    to be a multiple of m: the emitters pass `size // m`; else 1). Found by preparing the launch
+    again with each numeric argument replaced by a value no constant takes (of the same type: an
+    integer stays an integer), each a multiple of every such m."""
+    probe_base, step = 1 << 40, 1 << 20
     if not any(_number(a) for a in args):
         return {}
-    probe = tuple(type(a)(probe_base + j) if _number(a) else a for j, a in enumerate(args))
+    probe = tuple(type(a)(probe_base + j * step) if _number(a) else a for j, a in enumerate(args))
     _, probe_args = prepare(*variant.args(probe), **kwargs)
-    return {
-        k: int(a) - probe_base
-        for k, a in enumerate(probe_args)
-        if _number(a) and probe_base <= a < probe_base + len(args) and a == int(a)
-    }
+    found = {}
+    for k, a in enumerate(probe_args):
+        if not _number(a) or a != int(a):
+            continue
+        for m in (1, 2, 4, 8, 16):
+            j, r = divmod(int(a) * m - probe_base, step)
+            if r == 0 and 0 <= j < len(args) and (m == 1 or isinstance(args[j], int)):
+                found[k] = (j, m)
+                break
+    return found
 
 
 def knobs_hooked() -> bool:
