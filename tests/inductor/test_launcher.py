@@ -313,6 +313,18 @@ def test_a_bound_launch_calls_the_c_launcher_directly(monkeypatch) -> None:
     assert calls[3] == ("jit", False)
 
 
+def compiled(c_launch: Any) -> Any:
+    """A compiled kernel of Triton 3.6's shape whose launcher's C function is `c_launch`."""
+    run = SimpleNamespace(
+        launch=c_launch,
+        global_scratch_size=0,
+        profile_scratch_size=0,
+        launch_cooperative_grid=False,
+        launch_pdl=False,
+    )
+    return SimpleNamespace(function="function", packed_metadata="metadata", run=run, launch_metadata=lambda *a: None)
+
+
 def test_a_number_passed_by_value_reaches_every_bound_launch(monkeypatch) -> None:
     """A value the wrapper passes as a number (`s.item()`, a loss's divisor) changes between calls:
     the bound launch passes each call's number (a float stays a float, an integer an integer),
@@ -329,19 +341,6 @@ def test_a_number_passed_by_value_reaches_every_bound_launch(monkeypatch) -> Non
             seen.append((type(s).__name__, s, n))
             y.copy_(x * s + n)
 
-    class Compiled:
-        function, packed_metadata = "function", "metadata"
-        run = SimpleNamespace(
-            launch=CLaunch(),
-            global_scratch_size=0,
-            profile_scratch_size=0,
-            launch_cooperative_grid=False,
-            launch_pdl=False,
-        )
-
-        def launch_metadata(self, *a: Any) -> None:
-            return None
-
     def launch_args(
         x: torch.Tensor, y: torch.Tensor, s: float, n: int, num_sms: int = 1
     ) -> tuple[tuple[int, ...], tuple[Any, ...]]:
@@ -349,7 +348,7 @@ def test_a_number_passed_by_value_reaches_every_bound_launch(monkeypatch) -> Non
 
     def jit_launch(x: torch.Tensor, y: torch.Tensor, s: float, n: int, num_sms: int = 1) -> Any:
         y.copy_(x * s + n)
-        return Compiled()
+        return compiled(CLaunch())
 
     module = FakeModule(launch_args=launch_args, launch=jit_launch, GRID=lambda x, y, s, n, num_sms=1: (x.shape[0],))
     k = TilecKernel("k", variant(module, "triton", (0, 1, 2, 3)))
@@ -380,19 +379,6 @@ def test_a_size_passed_divided_reaches_every_bound_launch_divided(monkeypatch) -
             seen.append((g0, n_over_16, s))
             y[: n_over_16 * 16].copy_(x[: n_over_16 * 16] * s)
 
-    class Compiled:
-        function, packed_metadata = "function", "metadata"
-        run = SimpleNamespace(
-            launch=CLaunch(),
-            global_scratch_size=0,
-            profile_scratch_size=0,
-            launch_cooperative_grid=False,
-            launch_pdl=False,
-        )
-
-        def launch_metadata(self, *a: Any) -> None:
-            return None
-
     def grid(x: torch.Tensor, y: torch.Tensor, n: int, s: int, num_sms: int = 1) -> tuple[int, ...]:
         return (-(-n // 64),)
 
@@ -403,7 +389,7 @@ def test_a_size_passed_divided_reaches_every_bound_launch_divided(monkeypatch) -
 
     def jit_launch(x: torch.Tensor, y: torch.Tensor, n: int, s: int, num_sms: int = 1) -> Any:
         y[:n].copy_(x[:n] * s)
-        return Compiled()
+        return compiled(CLaunch())
 
     module = FakeModule(launch_args=launch_args, launch=jit_launch, GRID=grid)
     k = TilecKernel("k", variant(module, "triton", (0, 1, 2, 3)))
