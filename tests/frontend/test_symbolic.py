@@ -143,6 +143,18 @@ def rope(q: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     return q * cos + rotate_half(q) * sin
 
 
+def llama_rope(q: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
+    """Llama's rotary embedding on q as its projection writes it, (batch, tokens, 4 heads x 128):
+    batch and tokens symbolic, the heads static, the angle's cos and sin computed in the kernel —
+    the same for each head of a token (`repeats` computes them once a token and column)."""
+    positions = torch.arange(q.shape[1], device=q.device).float()
+    angles = positions.unsqueeze(-1) * inv_freq.unsqueeze(0)
+    emb = torch.cat((angles, angles), dim=-1).unsqueeze(1)
+    q4 = q.view(q.shape[0], q.shape[1], 4, 128)
+    out = q4 * emb.cos().to(q.dtype) + rotate_half(q4) * emb.sin().to(q.dtype)
+    return out.view(q.shape)
+
+
 def column_sum(x: torch.Tensor) -> torch.Tensor:
     return x.float().sum(0)
 
@@ -169,6 +181,11 @@ SIZED = {
         rope,
         lambda a, b, c: [_bf16(a, b, c, 64), _bf16(a, 1, c, 64), _bf16(a, 1, c, 64)],
         ["ks0", "ks1", "xnumel"],
+    ),
+    "llama-rope": (
+        llama_rope,
+        lambda a, b, c: [_bf16(a, b, 512), 1.0 / (10000 ** (torch.arange(0, 128, 2).float() / 128))],
+        ["ks0", "xnumel"],
     ),
     "column-sum": (column_sum, lambda a, b, c: [_bf16(a, 96)], ["rnumel"]),
     "middle-sum": (middle_sum, lambda a, b, c: [_bf16(a, b, 40)], ["ks0", "rnumel", "xnumel"]),

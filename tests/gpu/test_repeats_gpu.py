@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from gpu_support import check_taken, hooked
+from gpu_support import check_taken, hooked, skip_unless_runs
 
+import tilec
 from tilec.frontend.entry import load_entry
 
 pytestmark = [pytest.mark.gpu]
 
 ROOT = Path(__file__).resolve().parents[2]
+forward = load_entry(str(ROOT / "examples" / "llama_rotary.py")).func
 
 
 # the model's form, q (batch, tokens, heads, head_dim); and q heads first (batch, heads, tokens,
@@ -41,3 +43,41 @@ def test_rotary_equals_stock_bit_for_bit(emitter: str, entry: str, shape: tuple[
         torch._dynamo.reset()
         ours = torch.compile(target.func)(*inputs)
     assert torch.equal(ours, stock)
+
+
+def projected(q: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
+    """Llama's rotary on q as its projection writes it, (batch, tokens, 16 heads x 128): with the
+    batch and tokens symbolic, the heads static (what Dynamo gives a model after a second length)."""
+    q4 = q.view(q.shape[0], q.shape[1], 16, 128)
+    return forward(q4, inv_freq).view(q.shape)
+
+
+@pytest.mark.parametrize("emitter", ["gluon", "triton"])
+def test_over_a_symbolic_number_of_tokens_one_kernel_equals_stock_bit_for_bit(emitter: str) -> None:
+    """One compile, the pass taking the kernel over symbolic sizes, serves every batch and length,
+    each result bit for bit stock's (compiled as dynamically)."""
+    skip_unless_runs(emitter)
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, 128, 2, dtype=torch.float32, device="cuda") / 128))
+    shapes = ((2, 1024), (3, 77), (4, 300))  # no dimension of 1: Dynamo specializes those
+
+    def run(fn: object) -> list[torch.Tensor]:
+        out = []
+        for batch, tokens in shapes:
+            torch.manual_seed(batch * tokens)
+            q = torch.randn(batch, tokens, 2048, dtype=torch.bfloat16, device="cuda")
+            torch._dynamo.mark_dynamic(q, 0)
+            torch._dynamo.mark_dynamic(q, 1)
+            out.append(fn(q, inv_freq))  # type: ignore[operator]
+        return out
+
+    torch._dynamo.reset()
+    stock = run(torch.compile(projected, dynamic=False, fullgraph=True))
+    with hooked(), tilec.config.patch(emitter=emitter):
+        ours = run(torch.compile(projected, dynamic=False, fullgraph=True))
+        torch.cuda.synchronize()
+        records = tilec.report()
+    assert len(records) == 1 and records[0].taken, [(r.kernel, r.reason) for r in records]
+    said = [m for m in records[0].remarks if m.startswith("repeats:")]
+    assert not said, said  # the pass took the kernel
+    for a, b in zip(ours, stock):
+        assert torch.equal(a, b)

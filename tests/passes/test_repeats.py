@@ -52,7 +52,17 @@ tile.kernel @k(%v: ptr<f32>, %table: ptr<f32>, %out: ptr<f32>) constexprs(XBLOCK
 """
 
 
-def _outputs(text: str, pipeline: str, n: int, low: int) -> torch.Tensor:
+# the same with its size and the position's period parameters, as Inductor has them over a
+# symbolic number of tokens: out[x] = v[x] * f(table[x % low] * ((x // high) % wrap))
+SYMBOLIC = (
+    KERNEL.replace("%out: ptr<f32>)", "%out: ptr<f32>, %wrap: i32, %xnumel: i32)")
+    .replace("cdiv({n}, XBLOCK)", "cdiv(xnumel, XBLOCK)")
+    .replace("  %xnumel = tile.constant {{value = {n}}} : i32\n", "")
+    .replace("  %wrap = tile.constant {{value = {wrap}}} : i32\n", "")
+)
+
+
+def _outputs(text: str, pipeline: str, n: int, low: int, sizes: tuple[int, ...] = ()) -> torch.Tensor:
     module = parse(text)
     if pipeline:
         run_pipeline(module, pipeline)
@@ -61,7 +71,7 @@ def _outputs(text: str, pipeline: str, n: int, low: int) -> torch.Tensor:
     v, table = torch.randn(n), torch.rand(low) * 0.1
     out = torch.full((n,), float("nan"))
     blocks = {"XBLOCK": 256} if kernel.constexprs["XBLOCK"] is None else {}
-    interp.run(kernel, v, table, out, **blocks)
+    interp.run(kernel, v, table, out, *sizes, **blocks)
     return out
 
 
@@ -88,6 +98,31 @@ def test_rewritten_kernel_computes_what_it_did(n: int, low: int, high: int, wrap
     assert [o.result.type.shape for o in costly] == [(1, found.split.columns)]
     assert found.split.columns % low == 0  # (a table read at x % 3 or x % 96 is no column's)
     assert found.split.rows >= 4
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(
+    n=st.integers(1, 5000),
+    low=st.sampled_from([1, 16, 64, 96, 128]),
+    high=st.sampled_from([64, 256, 384, 2048]),
+    wrap=st.integers(1, 40),
+    op=st.sampled_from(["cos", "exp"]),
+)
+@example(n=4096, low=64, high=2048, wrap=2, op="cos")  # Llama's: two tokens of 16 heads of 128
+@example(n=1000, low=64, high=256, wrap=3, op="exp")  # a last block past the end, masked
+def test_over_a_symbolic_size_the_kernel_computes_what_it_did(n: int, low: int, high: int, wrap: int, op: str) -> None:
+    """A symbolic size and a symbolic period (`(x // high) % wrap`, the tokens of a batch): one
+    kernel, rewritten once, computes every size as the kernel it came from, bit for bit; its rows
+    stay consecutive and its grid cdiv(xnumel, XBLOCK)."""
+    text = SYMBOLIC.format(low=low, high=high, op=op)
+    found = find(parse(text).kernels[0])
+    hoists = not isinstance(found, str)
+    assert hoists == (high >= 512 and high % 128 == 0 and 128 % low == 0), found
+    after = _outputs(text, "repeats", n, low, (wrap, n))
+    assert torch.equal(after, _outputs(text, "", n, low, (wrap, n)))
+    if hoists:
+        assert not isinstance(found, str) and found.split.step == found.split.columns and found.xnumel is None
+        assert str(parse_after(text).launch.grid[0]) == f"cdiv(xnumel, {found.split.xblock})"
 
 
 def parse_after(text: str) -> Kernel:

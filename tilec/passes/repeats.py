@@ -32,6 +32,11 @@ wherever any of its rows is, so a [1, P] value reads what every valid row would,
 past the end is never stored. Masks and addresses of loads and stores are computed on the full
 tile from full-tile operands, never broadcast from a first row.
 
+Over a symbolic size (the size a parameter, the grid cdiv(xnumel, XBLOCK): Llama's rotary over a
+symbolic number of tokens, its position `(x // 2048) % tokens`) the rows are consecutive and the
+grid stays as it is; every store must be masked by the kernel's mask, since no block size is
+known to divide the size; a remainder or quotient by a parameter reads what its operand reads.
+
 The pass binds XBLOCK (the largest power of two up to `xblock` that divides Q, no larger than the
 kernel's size rounded up to a power of two) and P (the least power of two that the low digits
 divide, at least `min_columns`), and acts where at least one costly op (cos, sin, exp, log, tanh, erf, sigmoid, pow, sqrt,
@@ -60,7 +65,7 @@ from dataclasses import dataclass
 
 from tilec.ir.builder import Builder
 from tilec.ir.core import Block, Kernel, Module, Operation, Value, defining_op
-from tilec.ir.expr import Sym, next_pow2
+from tilec.ir.expr import CallExpr, Sym, next_pow2
 from tilec.ir.ops import ArangeOp, CmpOp, LoadOp, ProgramIdOp, StoreOp
 from tilec.ir.types import TileType
 from tilec.passes.base import Pass, register
@@ -148,7 +153,7 @@ class Found:
     xindex: Value
     split: Split
     deps: dict[int, Dep]  # id(value) -> its dependence
-    xnumel: int
+    xnumel: int | None  # None: symbolic (the kernel's parameter), its rows then consecutive
 
 
 def _pointwise_index(kernel: Kernel) -> tuple[Value, Value] | str:
@@ -185,7 +190,7 @@ def _int_const(v: Value) -> int | None:
     return c if isinstance(c, int) and not isinstance(c, bool) and c > 0 else None
 
 
-def dependences(kernel: Kernel, xrange: Value, xindex: Value, xnumel: int) -> dict[int, Dep]:
+def dependences(kernel: Kernel, xrange: Value, xindex: Value, xnumel: int | Value) -> dict[int, Dep]:
     """Each value's dependence on the flat index (`Dep`), in program order."""
     deps: dict[int, Dep] = {id(xindex): Dep(frozenset({(1, _UNBOUNDED)}), (1, _UNBOUNDED))}
     deps[id(xrange)] = Dep(frozenset({(1, _UNBOUNDED)}))
@@ -213,16 +218,21 @@ def dependences(kernel: Kernel, xrange: Value, xindex: Value, xnumel: int) -> di
     return deps
 
 
-def _candidates(limit: int, min_rows: int, min_columns: int, xnumel: int, places: set[int]) -> list[Split]:
+def _candidates(limit: int, min_rows: int, min_columns: int, xnumel: int | None, places: set[int]) -> list[Split]:
     """Every split of at most `limit` elements a program: columns and rows powers of two (a tile's
     sizes), columns from `min_columns`, at least `min_rows` rows; rows consecutive, or apart by a
     power-of-two multiple of the columns or by one of `places` (where the costly values' digits
-    end: a head's tokens x head_dim, which need not be a power of two) that the columns divide."""
+    end: a head's tokens x head_dim, which need not be a power of two) that the columns divide.
+    A symbolic size (`xnumel` None) takes consecutive rows only: the grid stays cdiv(xnumel, XBLOCK)."""
     out = []
     columns = min_columns
     while columns * min_rows <= limit:
         rows = min_rows
         while columns * rows <= limit:
+            if xnumel is None:
+                out.append(Split(columns, columns * rows))
+                rows *= 2
+                continue
             steps = {columns << k for k in range(max(1, (max(xnumel, 1) // columns).bit_length()))}
             steps |= {v for v in places if v % columns == 0}
             for step in sorted(steps):
@@ -240,18 +250,21 @@ def find(kernel: Kernel, xblock: int = 2048, min_rows: int = 4, min_columns: int
         return index
     xrange, xindex = index
     xnumel = x_numel(kernel)
-    if xnumel is None:
-        return "its size is symbolic"
-    deps = dependences(kernel, xrange, xindex, xnumel)
+    size: int | Value | None = xnumel if xnumel is not None else _symbolic_numel(kernel)
+    if size is None:
+        return "its grid is not cdiv(xnumel, XBLOCK) of a size or a size parameter"
+    deps = dependences(kernel, xrange, xindex, size)
     costly = [op for op in kernel.walk() if op.name in COSTLY and isinstance(op.result.type, TileType)]
     if not costly:
         return "no costly op (cos, sin, exp, log, tanh, ...)"
-    limit = min(xblock, next_pow2(xnumel))
-    masked = _stores_masked(kernel, xindex, xnumel)
+    limit = xblock if xnumel is None else min(xblock, next_pow2(xnumel))
+    masked = _stores_masked(kernel, xindex, size)
+    if xnumel is None and not masked:
+        return "its size is symbolic and a store is not masked by the kernel's mask"
     best: tuple[tuple[int, int, int, int], Split] | None = None
     places = {int(v) for c in costly for span in deps[id(c.result)].spans for v in span if v != _UNBOUNDED}
     for split in _candidates(limit, min_rows, min_columns, xnumel, places):
-        if xnumel % split.group and not masked:
+        if xnumel is not None and xnumel % split.group and not masked:
             continue
         hoisted = sum(split.column(deps[id(c.result)]) for c in costly)
         # the most costly ops hoisted, then the most rows sharing them, then consecutive rows
@@ -266,17 +279,26 @@ def find(kernel: Kernel, xblock: int = 2048, min_rows: int = 4, min_columns: int
     return Found(xrange, xindex, best[1], deps, xnumel)
 
 
-def _is_mask(op: Operation | None, xindex: Value, xnumel: int) -> bool:
-    """Whether `op` is the kernel's mask: `xindex < xnumel`."""
-    return (
-        isinstance(op, CmpOp)
-        and op.operands[0] is xindex
-        and op.attr("predicate") == "lt"
-        and const_value(op.operands[1]) == xnumel
-    )
+def _symbolic_numel(kernel: Kernel) -> Value | None:
+    """The size parameter of a grid cdiv(xnumel, XBLOCK) over a symbolic size, or None."""
+    g = kernel.launch.grid[0] if len(kernel.launch.grid) == 1 else None
+    if isinstance(g, CallExpr) and g.fn == "cdiv" and isinstance(g.args[0], Sym) and g.args[1] == Sym("XBLOCK"):
+        try:
+            return kernel.param(g.args[0].name)
+        except KeyError:
+            return None
+    return None
 
 
-def _stores_masked(kernel: Kernel, xindex: Value, xnumel: int) -> bool:
+def _is_mask(op: Operation | None, xindex: Value, xnumel: int | Value) -> bool:
+    """Whether `op` is the kernel's mask: `xindex < xnumel` (a constant, or the size parameter)."""
+    if not (isinstance(op, CmpOp) and op.operands[0] is xindex and op.attr("predicate") == "lt"):
+        return False
+    bound = op.operands[1]
+    return bound is xnumel if isinstance(xnumel, Value) else const_value(bound) == xnumel
+
+
+def _stores_masked(kernel: Kernel, xindex: Value, xnumel: int | Value) -> bool:
     """Whether every store is masked by the kernel's mask, alone or in a conjunction (elements past
     the end are never stored)."""
 
@@ -442,8 +464,9 @@ class Repeats(Pass):
             if isinstance(found, str):
                 self.remark(kernel, found)
                 continue
-            bind_constexprs(kernel, {"XBLOCK": found.split.xblock})
-            kernel.launch.grid = (found.split.programs(found.xnumel),)
+            bind_constexprs(kernel, {"XBLOCK": found.split.xblock})  # (a symbolic size's grid follows)
+            if found.xnumel is not None:
+                kernel.launch.grid = (found.split.programs(found.xnumel),)
             _Rewrite(kernel, found).run()
 
 
