@@ -34,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "passes"))
 from examples import run_chain
 
 N = 384
-PIPELINES = ("triton-default", "gluon-default")
+# the last: the Triton pipeline with `repeats` taking kernels over symbolic sizes (the rotary's)
+PIPELINES = ("triton-default", "gluon-default", "repeats{symbolic=true},triton-default")
 
 
 def rmsnorm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -416,3 +417,16 @@ def test_emitted_triton_takes_a_divided_size_at_launch(rows: int) -> None:
     args = [next(inputs) if not a.is_written else out for a in lowered.args]
     module.launch(*args, x.numel(), num_sms=4)
     assert_close(out.float(), gelu_bias(x.float(), w.float()), torch.bfloat16)
+
+
+def test_the_rotary_over_symbolic_tokens_computes_cos_and_sin_once_a_column() -> None:
+    """Llama's rotary with the batch and tokens symbolic: `repeats{symbolic=true}` computes its cos
+    and sin on [1, 128] (one token's columns), broadcast over its 4 heads; the default pipelines
+    leave them on every element (the rules measured that form)."""
+    _, _, kernels = _sized("llama-rope")
+
+    def shapes(kernel: Kernel) -> set[tuple[int, ...]]:
+        return {o.result.type.shape for o in kernel.walk() if o.name in ("tile.cos", "tile.sin")}  # type: ignore[union-attr]
+
+    assert shapes(kernels["repeats{symbolic=true},triton-default"]) == {(1, 128)}
+    assert shapes(kernels["triton-default"]) != {(1, 128)}

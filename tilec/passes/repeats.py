@@ -32,9 +32,9 @@ wherever any of its rows is, so a [1, P] value reads what every valid row would,
 past the end is never stored. Masks and addresses of loads and stores are computed on the full
 tile from full-tile operands, never broadcast from a first row.
 
-Over a symbolic size (the size a parameter, the grid cdiv(xnumel, XBLOCK): Llama's rotary over a
-symbolic number of tokens, its position `(x // 2048) % tokens`) the rows are consecutive and the
-grid stays as it is; every store must be masked by the kernel's mask, since no block size is
+With `symbolic=true`, a kernel over a symbolic size too (the size a parameter, the grid
+cdiv(xnumel, XBLOCK): Llama's rotary over a symbolic number of tokens, its position
+`(x // 2048) % tokens`): the rows are consecutive and the grid stays as it is; every store must be masked by the kernel's mask, since no block size is
 known to divide the size; a remainder or quotient by a parameter reads what its operand reads.
 
 The pass binds XBLOCK (the largest power of two up to `xblock` that divides Q, no larger than the
@@ -243,13 +243,18 @@ def _candidates(limit: int, min_rows: int, min_columns: int, xnumel: int | None,
     return out
 
 
-def find(kernel: Kernel, xblock: int = 2048, min_rows: int = 4, min_columns: int = 128) -> Found | str:
-    """What `repeats` would do to `kernel`, or why it leaves it alone."""
+def find(
+    kernel: Kernel, xblock: int = 2048, min_rows: int = 4, min_columns: int = 128, symbolic: bool = False
+) -> Found | str:
+    """What `repeats` would do to `kernel`, or why it leaves it alone (`symbolic`: a kernel over a
+    symbolic size too)."""
     index = _pointwise_index(kernel)
     if isinstance(index, str):
         return index
     xrange, xindex = index
     xnumel = x_numel(kernel)
+    if xnumel is None and not symbolic:
+        return "its size is symbolic (the pass's `symbolic` option takes such kernels)"
     size: int | Value | None = xnumel if xnumel is not None else _symbolic_numel(kernel)
     if size is None:
         return "its grid is not cdiv(xnumel, XBLOCK) of a size or a size parameter"
@@ -457,10 +462,14 @@ class Repeats(Pass):
     # repeating them: the rotary embedding on [32, 64] tiles took 8 cos-and-sin evaluations a thread
     # (16 elements), on [16, 128] one (sm_90's PTX)
     min_columns: int = 128
+    # kernels over a symbolic size too (the rotary over a symbolic number of tokens): off until
+    # the rewritten form is timed on a GPU, so the chooser's rules (the plain form's, measured)
+    # keep deciding those kernels
+    symbolic: bool = False
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
-            found = find(kernel, self.xblock, self.min_rows, self.min_columns)
+            found = find(kernel, self.xblock, self.min_rows, self.min_columns, self.symbolic)
             if isinstance(found, str):
                 self.remark(kernel, found)
                 continue
