@@ -34,8 +34,9 @@ tile from full-tile operands, never broadcast from a first row.
 
 With `symbolic=true`, a kernel over a symbolic size too (the size a parameter, the grid
 cdiv(xnumel, XBLOCK): Llama's rotary over a symbolic number of tokens, its position
-`(x // 2048) % tokens`): the rows are consecutive and the grid stays as it is; every store must be masked by the kernel's mask, since no block size is
-known to divide the size; a remainder or quotient by a parameter reads what its operand reads.
+`(x // 2048) % tokens`): the rows are consecutive and the grid stays as it is; every store must
+be masked by the kernel's mask, since no block size is known to divide the size; a remainder or
+quotient by a parameter reads what its operand reads.
 
 The pass binds XBLOCK (the largest power of two up to `xblock` that divides Q, no larger than the
 kernel's size rounded up to a power of two) and P (the least power of two that the low digits
