@@ -268,9 +268,12 @@ def model_kernels(records: list[dict[str, Any]]) -> list[tuple[tuple[str, int, i
             seen.add(ident)
             shape = Shape(m, length or 1, us, us)  # a pointwise kernel: its elements x 1
             if shape.candidates():
-                row_bytes = SYMBOLIC if n is None and not family.startswith("pointwise") else (n or 0) * elem
                 if family == "pointwise-repeats":
                     row_bytes = m * elem  # by the kernel's bytes (tilec.passes.chooser.signature)
+                elif n is None and family != "pointwise":
+                    row_bytes = SYMBOLIC
+                else:
+                    row_bytes = (n or 0) * elem
                 out.append(((family, inputs, elem), row_bytes, shape))
     return out
 

@@ -399,7 +399,7 @@ def test_a_size_known_to_be_a_multiple_of_16_keeps_16_byte_accesses(tmp_path: Pa
     counts = collections.Counter(
         re.findall(r"(?:ld|st)\.global[.:\w]*", triton_ptx(kernels["triton-default"], tmp_path))
     )
-    assert counts and all(".v4" in op or ".v2.b64" in op for op in counts), counts
+    assert counts and all(".v4." in op for op in counts), counts
 
 
 @settings(max_examples=examples(3), deadline=None)
@@ -429,4 +429,5 @@ def test_the_rotary_over_symbolic_tokens_computes_cos_and_sin_once_a_column() ->
         return {o.result.type.shape for o in kernel.walk() if o.name in ("tile.cos", "tile.sin")}  # type: ignore[union-attr]
 
     assert shapes(kernels["repeats{symbolic=true},triton-default"]) == {(1, 128)}
-    assert shapes(kernels["triton-default"]) != {(1, 128)}
+    xblock = kernels["triton-default"].constexprs["XBLOCK"]
+    assert shapes(kernels["triton-default"]) == {(xblock,)}  # one an element

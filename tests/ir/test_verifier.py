@@ -18,9 +18,10 @@ CASES = {
     # name: (source, message fragment)
     "multiple-of-not-a-power-of-two": (
         kernel("", params="%x: ptr<f32>, %n: i32 {multiple_of = 12}"),
-        "multiple_of must be a power of two of at least 2, got 12",
+        "multiple_of must be a power of two from 2 to 16, got 12",
     ),
     "multiple-of-one": (kernel("", params="%n: i64 {multiple_of = 1}"), "got 1"),
+    "multiple-of-past-16": (kernel("", params="%n: i32 {multiple_of = 32}"), "from 2 to 16, got 32"),
     "multiple-of-on-a-pointer": (
         kernel("", params="%x: ptr<f32> {multiple_of = 16}"),
         "takes no attributes (descriptors take theirs, integers multiple_of)",

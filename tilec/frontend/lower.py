@@ -50,6 +50,7 @@ from tilec.ir.dtypes import DType, f32, i1, i32, i64, u32
 from tilec.ir.errors import error_line
 from tilec.ir.ops import LoadOp, StoreOp
 from tilec.ir.types import PointerType
+from tilec.ir.verify import MAX_MULTIPLE_OF
 
 log = logging.getLogger(__name__)
 
@@ -744,7 +745,7 @@ def _base_symbols(e: sympy.Expr) -> sympy.Expr:
     return sympy.sympify(e).xreplace(inverse) if inverse else e
 
 
-def _power_of_two_factor(expr: Any, cap: int = 16) -> int:
+def _power_of_two_factor(expr: Any, cap: int = MAX_MULTIPLE_OF) -> int:
     """The largest power of two up to `cap` that divides `expr` (an expression of the graph's
     positive integer size symbols) whatever the symbols' values: that of its integer content
     (`5632*s0` -> 16, `2048*s0 + 4096` -> 16, `s0 + 1` -> 1); 1 where it is not a polynomial."""

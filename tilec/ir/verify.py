@@ -44,6 +44,9 @@ from tilec.ir.target import DEFAULT
 from tilec.ir.types import MBarrierType, PointerType, SharedBufferType, TensorDescType, TileType
 
 MBARRIER_BYTES = 8
+# the largest `multiple_of` an integer parameter may carry: Triton's divisibility specialization
+# stops at 16 (a 16-byte vector of bytes), and the launcher recognises sizes divided by up to it
+MAX_MULTIPLE_OF = 16
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED = frozenset({"inf", "nan", "true", "false", "num_sms"})
 
@@ -104,9 +107,12 @@ class _KernelVerifier:
                 self.descriptor(p, attrs, scalars)
             elif isinstance(p.type, DType) and p.type.is_int and set(attrs) <= {"multiple_of"}:
                 m = attrs.get("multiple_of", 2)
-                if not (isinstance(m, int) and not isinstance(m, bool) and m >= 2 and m & (m - 1) == 0):
+                if not (
+                    isinstance(m, int) and not isinstance(m, bool) and 2 <= m <= MAX_MULTIPLE_OF and m & (m - 1) == 0
+                ):
                     raise self.fail(
-                        f"parameter %{p.name_hint}: multiple_of must be a power of two of at least 2, got {m!r}"
+                        f"parameter %{p.name_hint}: multiple_of must be a power of two from 2 to "
+                        f"{MAX_MULTIPLE_OF}, got {m!r}"
                     )
             elif attrs:
                 raise self.fail(

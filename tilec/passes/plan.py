@@ -115,12 +115,19 @@ def band_loop(kernel: Kernel) -> ForOp | None:
     return next((op for op in kernel.body.ops if isinstance(op, ForOp)), None)
 
 
-def x_numel(kernel: Kernel, per: str = "XBLOCK") -> int | None:
-    """xnumel from a grid of the form cdiv(xnumel, XBLOCK) (a banded kernel's: cdiv(xnumel, RSPLIT))."""
+def x_size(kernel: Kernel, per: str = "XBLOCK") -> int | Sym | None:
+    """xnumel from a grid of the form cdiv(xnumel, XBLOCK) (a banded kernel's: cdiv(xnumel, RSPLIT)):
+    a constant, or the size parameter's symbol where the size is symbolic."""
     g = kernel.launch.grid[0] if kernel.launch.grid else None
-    if isinstance(g, CallExpr) and g.fn == "cdiv" and isinstance(g.args[0], int) and g.args[1] == Sym(per):
+    if isinstance(g, CallExpr) and g.fn == "cdiv" and isinstance(g.args[0], (int, Sym)) and g.args[1] == Sym(per):
         return g.args[0]
     return None
+
+
+def x_numel(kernel: Kernel, per: str = "XBLOCK") -> int | None:
+    """xnumel from a grid of the form cdiv(xnumel, XBLOCK) where it is a constant."""
+    size = x_size(kernel, per)
+    return size if isinstance(size, int) else None
 
 
 def narrowest_load_bytes(kernel: Kernel) -> int:

@@ -66,11 +66,11 @@ from dataclasses import dataclass
 
 from tilec.ir.builder import Builder
 from tilec.ir.core import Block, Kernel, Module, Operation, Value, defining_op
-from tilec.ir.expr import CallExpr, Sym, next_pow2
+from tilec.ir.expr import Sym, next_pow2
 from tilec.ir.ops import ArangeOp, CmpOp, LoadOp, ProgramIdOp, StoreOp
 from tilec.ir.types import TileType
 from tilec.passes.base import Pass, register
-from tilec.passes.plan import x_numel
+from tilec.passes.plan import x_size
 from tilec.passes.rewrite import const_value
 from tilec.passes.specialize import bind_constexprs
 
@@ -230,15 +230,13 @@ def _candidates(limit: int, min_rows: int, min_columns: int, xnumel: int | None,
     while columns * min_rows <= limit:
         rows = min_rows
         while columns * rows <= limit:
-            if xnumel is None:
-                out.append(Split(columns, columns * rows))
-                rows *= 2
-                continue
-            steps = {columns << k for k in range(max(1, (max(xnumel, 1) // columns).bit_length()))}
-            steps |= {v for v in places if v % columns == 0}
-            for step in sorted(steps):
-                if step == columns or step * rows <= max(next_pow2(xnumel), columns * rows):
-                    out.append(Split(columns, columns * rows, 0 if step == columns else step))
+            out.append(Split(columns, columns * rows))  # consecutive rows
+            if xnumel is not None:
+                steps = {columns << k for k in range(1, (max(xnumel, 1) // columns).bit_length())}
+                steps |= {v for v in places if v % columns == 0 and v != columns}
+                for step in sorted(steps):
+                    if step * rows <= max(next_pow2(xnumel), columns * rows):
+                        out.append(Split(columns, columns * rows, step))
             rows *= 2
         columns *= 2
     return out
@@ -253,12 +251,16 @@ def find(
     if isinstance(index, str):
         return index
     xrange, xindex = index
-    xnumel = x_numel(kernel)
+    grid_size = x_size(kernel)
+    if grid_size is None:
+        return "its grid is not cdiv(xnumel, XBLOCK) of its size"
+    xnumel = grid_size if isinstance(grid_size, int) else None
     if xnumel is None and not symbolic:
         return "its size is symbolic (the pass's `symbolic` option takes such kernels)"
-    size: int | Value | None = xnumel if xnumel is not None else _symbolic_numel(kernel)
-    if size is None:
-        return "its grid is not cdiv(xnumel, XBLOCK) of a size or a size parameter"
+    try:
+        size = grid_size if isinstance(grid_size, int) else kernel.param(grid_size.name)
+    except KeyError:  # (num_sms)
+        return "its grid is not cdiv(xnumel, XBLOCK) of its size"
     deps = dependences(kernel, xrange, xindex, size)
     costly = [op for op in kernel.walk() if op.name in COSTLY and isinstance(op.result.type, TileType)]
     if not costly:
@@ -283,17 +285,6 @@ def find(
             "(each reads digits of the flat index between its columns and its block)"
         )
     return Found(xrange, xindex, best[1], deps, xnumel)
-
-
-def _symbolic_numel(kernel: Kernel) -> Value | None:
-    """The size parameter of a grid cdiv(xnumel, XBLOCK) over a symbolic size, or None."""
-    g = kernel.launch.grid[0] if len(kernel.launch.grid) == 1 else None
-    if isinstance(g, CallExpr) and g.fn == "cdiv" and isinstance(g.args[0], Sym) and g.args[1] == Sym("XBLOCK"):
-        try:
-            return kernel.param(g.args[0].name)
-        except KeyError:
-            return None
-    return None
 
 
 def _is_mask(op: Operation | None, xindex: Value, xnumel: int | Value) -> bool:

@@ -41,6 +41,7 @@ from types import ModuleType
 from typing import Any
 
 from tilec.ir.errors import error_line
+from tilec.ir.verify import MAX_MULTIPLE_OF
 from tilec.runtime.loader import load_source
 
 log = logging.getLogger("tilec")
@@ -161,8 +162,6 @@ class TilecKernel:
         if self.device == "cpu":
             return
         variant, descs = self._variant_for(args)
-        if variant is None:  # pragma: no cover - a TMA kernel always has one
-            raise RuntimeError(f"tilec: {self.name}: no fallback variant")
         kwargs: dict[str, Any] = {"num_sms": self._sms()}
         if descs is not None:
             kwargs["descs"] = descs
@@ -170,21 +169,24 @@ class TilecKernel:
         if compile_only is not None:
             compile_only(*variant.args(args), **kwargs)
 
-    def _variant_for(self, args: tuple[Any, ...]) -> tuple[Variant | None, Any]:
+    def _variant_for(self, args: tuple[Any, ...]) -> tuple[Variant, Any]:
         """The variant a launch on `args` runs and its TMA descriptors (None without TMA): the
-        fallback (None if there is none) where the primary failed or cannot read these arguments
-        through TMA (strides, a misaligned base)."""
+        fallback where the primary failed or cannot read these arguments through TMA (strides, a
+        misaligned base)."""
         if self._primary_failed or (self.tma and not self._primary_possible):
-            return self.fallback, None
+            return self._fallback(), None
         descs = self._descriptors(args) if self.tma else None
         if descs is _MISALIGNED:
-            return self.fallback, None
+            return self._fallback(), None
         return self.primary, descs
 
-    def _launch_fallback(self, args: tuple[Any, ...], stream: Any) -> None:
+    def _fallback(self) -> Variant:
         if self.fallback is None:  # pragma: no cover - a TMA kernel always has one
             raise RuntimeError(f"tilec: {self.name}: no fallback variant")
-        self._launch(self.fallback, args, stream)
+        return self.fallback
+
+    def _launch_fallback(self, args: tuple[Any, ...], stream: Any) -> None:
+        self._launch(self._fallback(), args, stream)
 
     def _launch(self, variant: Variant, args: tuple[Any, ...], stream: Any, descs: Any = None) -> None:
         self.launches["primary" if variant is self.primary else "fallback"] += 1
@@ -300,8 +302,8 @@ class _Bound:
     descriptor of each tuple of base pointers (`cuTensorMapEncodeTiled` runs once per tuple, not
     once per launch; the encoding holds no tensor). A kernel with a symbolic size takes it as a
     run() argument after the buffers: passed through (divided by the power of two the kernel
-    knows divides it, `multiple_of`, as the emitted launcher divides it), the grid recomputed from it by the emitted
-    `GRID` (the emitters compile size parameters unspecialized, so any size that fits 32 bits
+    knows divides it, `multiple_of`, as the emitted launcher divides it), the grid recomputed from
+    it by the emitted `GRID` (the emitters compile size parameters unspecialized, so any size that fits 32 bits
     keeps the binding); a number the wrapper passes by value (`buf.item()`) is passed through
     too. Kernels that need Triton's scratch memory or launch hooks, and launchers of another
     shape than Triton 3.6's, keep the general path."""
@@ -452,7 +454,7 @@ def _sizes(prepare: Any, variant: Variant, args: tuple[Any, ...], kwargs: dict[s
     index -> (run() argument index, m), the kernel taking the argument divided by m (a size said
     to be a multiple of m: the emitters pass `size // m`; else 1). Found by preparing the launch
     again with each numeric argument replaced by a value no constant takes (of the same type: an
-    integer stays an integer), each a multiple of every such m."""
+    integer stays an integer), each a multiple of every power of two a `multiple_of` may be."""
     probe_base, step = 1 << 40, 1 << 20
     if not any(_number(a) for a in args):
         return {}
@@ -462,11 +464,13 @@ def _sizes(prepare: Any, variant: Variant, args: tuple[Any, ...], kwargs: dict[s
     for k, a in enumerate(probe_args):
         if not _number(a) or a != int(a):
             continue
-        for m in (1, 2, 4, 8, 16):
+        m = 1
+        while m <= MAX_MULTIPLE_OF:  # every power of two a `multiple_of` may be
             j, r = divmod(int(a) * m - probe_base, step)
             if r == 0 and 0 <= j < len(args) and (m == 1 or isinstance(args[j], int)):
                 found[k] = (j, m)
                 break
+            m *= 2
     return found
 
 
