@@ -9,7 +9,8 @@ tile (16384 elements): both emitters' heuristic plans (`gluon`, `triton`) and, f
 rows per program by warps (`gluon-x2-w8`: two rows a program over 8 warps), and the Triton loop
 over chunks shorter than the row (`triton-x1-r2048-w16`). Longer rows: the
 Triton pipeline's heuristic plan (`triton`: 16 warps, chunks of 8192) and one row a program by
-chunk and warps (`triton-c8192-w32`). Every plan is emitted, compiled (`--jobs` at a time),
+chunk and warps (`triton-c8192-w32`), and the Gluon loop by chunk and warps (`gluon-c8192-w16`:
+the row cached in shared memory where it fits). Every plan is emitted, compiled (`--jobs` at a time),
 launched, checked against an fp32 reference and timed (`tilec.runtime.timing.device_ms`: cold L2,
 the host kept out), as % of a same-size device-to-device copy timed the same way; stock
 `torch.compile` (record `compile`) is timed the same way beside them. bf16 at every suite shape,
@@ -73,6 +74,13 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
         for w in (32, 16):
             for c in (4096, 8192, 16384, 32768):
                 found[f"triton-c{c}-w{w}"] = ("triton", f"xblock=1,chunk={c},num_warps={w}")
+        # the Gluon loop, one row a program, the row cached in shared memory where it fits (read
+        # from HBM once): chunks of 8192 and 16384 over 8 and 16 warps. On the H100 smaller
+        # chunks, 32 warps and a persistent grid were slower at every op at rows of 32768 and
+        # 65536 (bench/results/2026-11-27-h100-gluon-long-rows)
+        for w in (16, 8):
+            for c in (8192, 16384):
+                found[f"gluon-c{c}-w{w}"] = ("gluon", f"xblock=1,chunk={c},num_warps={w}")
         return found
     found = {e: (e, "") for e in PIPELINES}
     for e in PIPELINES:

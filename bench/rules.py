@@ -239,14 +239,14 @@ LONG_KERNEL_US = 100.0
 LONG_MARGIN = 0.01
 
 
-SYMBOLIC = -1  # the row bytes `model_kernels` gives a row of symbolic length
+SYMBOLIC = -1  # the row bytes `model_kernels` gives a row of symbolic length (a rotary: a symbolic size)
 
 
 def model_kernels(records: list[dict[str, Any]]) -> list[tuple[tuple[str, int, int], int, Shape]]:
     """The kernels of a run's rows (`tilec bench --models --autotune`, or `tilec bench` with
     tilec-autotune) the autotuner timed against stock:
     ((family, row inputs, element bytes), row bytes, Shape) each — the row bytes `SYMBOLIC` where
-    the row length is symbolic (`--dynamic`), the Shape then the sizes the graph was traced with,
+    the row length (a `pointwise-repeats` kernel: its size) is symbolic (`--dynamic`), the Shape then the sizes the graph was traced with,
     which the autotuner timed at — the same kernel timed once (a kernel read from the autotuner's
     cache repeats its timings: counted once). `Shape.ms` and `Shape.pct` both hold device
     microseconds (a kernel has no copy to compare with)."""
@@ -268,8 +268,8 @@ def model_kernels(records: list[dict[str, Any]]) -> list[tuple[tuple[str, int, i
             seen.add(ident)
             shape = Shape(m, length or 1, us, us)  # a pointwise kernel: its elements x 1
             if shape.candidates():
-                if family == "pointwise-repeats":
-                    row_bytes = m * elem  # by the kernel's bytes (tilec.passes.chooser.signature)
+                if family == "pointwise-repeats":  # by the kernel's bytes (tilec.passes.chooser.signature)
+                    row_bytes = SYMBOLIC if rows is None else m * elem
                 elif n is None and family != "pointwise":
                     row_bytes = SYMBOLIC
                 else:

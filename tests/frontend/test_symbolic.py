@@ -27,6 +27,7 @@ from tilec.frontend import Lowered
 from tilec.frontend.capture import capture
 from tilec.ir import Kernel, parse, print_kernel
 from tilec.passes import run_pipeline
+from tilec.passes.pipelines import with_options
 from tilec.runtime import load_source
 from tilec.testing import assert_close
 
@@ -34,8 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "passes"))
 from examples import run_chain
 
 N = 384
-# the last: the Triton pipeline with `repeats` taking kernels over symbolic sizes (the rotary's)
-PIPELINES = ("triton-default", "gluon-default", "repeats{symbolic=true},triton-default")
+# the last: the Triton pipeline with `repeats` leaving kernels over symbolic sizes (the rotary's) alone
+PLAIN_ROTARY = with_options("triton-default", "repeats", "symbolic=false")
+PIPELINES = ("triton-default", "gluon-default", PLAIN_ROTARY)
 
 
 def rmsnorm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -420,14 +422,14 @@ def test_emitted_triton_takes_a_divided_size_at_launch(rows: int) -> None:
 
 
 def test_the_rotary_over_symbolic_tokens_computes_cos_and_sin_once_a_column() -> None:
-    """Llama's rotary with the batch and tokens symbolic: `repeats{symbolic=true}` computes its cos
-    and sin on [1, 128] (one token's columns), broadcast over its 4 heads; the default pipelines
-    leave them on every element (the rules measured that form)."""
+    """Llama's rotary with the batch and tokens symbolic: the default pipelines' `repeats`
+    computes its cos and sin on [1, 128] (one token's columns), broadcast over its 4 heads; with
+    `symbolic=false` they stay on every element."""
     _, _, kernels = _sized("llama-rope")
 
     def shapes(kernel: Kernel) -> set[tuple[int, ...]]:
         return {o.result.type.shape for o in kernel.walk() if o.name in ("tile.cos", "tile.sin")}  # type: ignore[union-attr]
 
-    assert shapes(kernels["repeats{symbolic=true},triton-default"]) == {(1, 128)}
-    xblock = kernels["triton-default"].constexprs["XBLOCK"]
-    assert shapes(kernels["triton-default"]) == {(xblock,)}  # one an element
+    assert shapes(kernels["triton-default"]) == shapes(kernels["gluon-default"]) == {(1, 128)}
+    xblock = kernels[PLAIN_ROTARY].constexprs["XBLOCK"]
+    assert shapes(kernels[PLAIN_ROTARY]) == {(xblock,)}  # one an element

@@ -54,7 +54,7 @@ def projected(q: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.parametrize("emitter", ["gluon", "triton"])
 def test_over_a_symbolic_number_of_tokens_one_kernel_equals_stock_bit_for_bit(emitter: str) -> None:
-    """One compile, the pass taking the kernel over symbolic sizes (its `symbolic` option), serves
+    """One compile, the pass taking the kernel over symbolic sizes, serves
     every batch and length, each result bit for bit stock's (compiled as dynamically)."""
     skip_unless_runs(emitter)
     inv_freq = 1.0 / (10000 ** (torch.arange(0, 128, 2, dtype=torch.float32, device="cuda") / 128))
@@ -72,8 +72,7 @@ def test_over_a_symbolic_number_of_tokens_one_kernel_equals_stock_bit_for_bit(em
 
     torch._dynamo.reset()
     stock = run(torch.compile(projected, dynamic=False, fullgraph=True))
-    pipelines = {k: f"repeats{{symbolic=true}},{v}" for k, v in tilec.config.pipelines.items()}
-    with hooked(), tilec.config.patch(emitter=emitter, pipelines=pipelines):
+    with hooked(), tilec.config.patch(emitter=emitter):
         ours = run(torch.compile(projected, dynamic=False, fullgraph=True))
         torch.cuda.synchronize()
         records = tilec.report()

@@ -172,14 +172,20 @@ def test_rules_on_hopper(name: str, cols: int, expected: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("shape", "expected"),
-    [((4, 1024, 16, 128), "triton"), ((1, 128, 16, 128), "stock"), ((1, 4096, 8, 128), "unmeasured")],
+    ("shape", "expected", "run"),
+    [
+        ((4, 1024, 16, 128), "triton", "2026-11-26-h100-rotary-heads"),
+        ((1, 4096, 8, 128), "triton", "2026-11-27-h100-dynamic-rotary"),
+        ((1, 128, 16, 128), "stock", "2026-11-26-h100-rotary-heads: 262144x1"),
+        ((1, 1024, 8, 128), "unmeasured", ""),
+    ],
 )
-def test_rotary_embeddings_are_taken_where_measured_faster(shape: tuple[int, ...], expected: str) -> None:
+def test_rotary_embeddings_are_taken_where_measured_faster(shape: tuple[int, ...], expected: str, run: str) -> None:
     """Llama's rotary embedding (examples/llama_rotary.py) is a pointwise kernel whose cos and sin
     repeat across a token's heads (`repeats`): on the H100 tilec takes it at 4 x 1024 tokens of 16
-    heads (32 MiB of elements of up to 4 bytes: the fp32 angles), stock keeps it over 128 tokens
-    where the two tie, and a size never measured (16 MiB) stays stock."""
+    heads (32 MiB of elements of up to 4 bytes: the fp32 angles) and at 4096 tokens of 8 (16 MiB),
+    stock keeps it over 128 tokens where the two tie, and a size never measured (4 MiB) stays
+    stock."""
     from tilec.frontend import Lowered
     from tilec.frontend.capture import capture
     from tilec.frontend.entry import load_entry
@@ -190,16 +196,52 @@ def test_rotary_embeddings_are_taken_where_measured_faster(shape: tuple[int, ...
     (k,) = capture(target.func, inputs, strict=True)
     assert isinstance(k.result, Lowered)
     sig = signature(k.result.kernel)
-    assert (sig.family, sig.elem_bytes, sig.row_bytes) == ("pointwise-repeats", 4, 4 * k.result.numel)
+    assert (sig.family, sig.elem_bytes, sig.row_bytes, sig.symbolic) == (
+        "pointwise-repeats",
+        4,
+        4 * k.result.numel,
+        False,
+    )
     choice = choose(k.result.kernel, hopper=True)
     if expected == "triton":
         assert isinstance(choice, Choice) and choice.emitter == "triton", choice
-        assert "2026-11-26-h100-rotary-heads" in choice.reason
+        assert run in choice.reason
     elif expected == "stock":
-        assert isinstance(choice, Decline) and "2026-11-26-h100-rotary-heads: 262144x1" in choice.reason, choice
+        assert isinstance(choice, Decline) and run in choice.reason, choice
     else:
         assert isinstance(choice, Decline) and choice.reason.startswith("no measurement shows"), choice
         assert "pointwise kernels whose costly values repeat" in choice.reason
+
+
+def test_a_rotary_over_symbolic_tokens_has_rules_of_its_own() -> None:
+    """Llama's rotary on q as its projection writes it, (batch, tokens, 16 heads x 128), with the
+    batch and tokens symbolic: `repeats` takes it (a `pointwise-repeats` kernel of symbolic size),
+    and only a rule measured on such kernels covers it — the H100's and the H200's take Triton
+    (`tilec bench --models --autotune --dynamic`); a static rule's range of bytes never does."""
+    from tilec.frontend import Lowered
+    from tilec.frontend.capture import capture
+    from tilec.frontend.entry import load_entry
+    from tilec.ir.target import H100, H200
+    from tilec.passes import repeats
+
+    forward = load_entry(str(ROOT / "examples" / "llama_rotary.py")).func
+
+    def projected(q: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
+        return forward(q.view(q.shape[0], q.shape[1], 16, 128), inv_freq).view(q.shape)
+
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, 128, 2, dtype=torch.float32) / 128))
+    (k,) = capture(projected, [torch.randn(2, 64, 2048, dtype=torch.bfloat16), inv_freq], dynamic=True, strict=True)
+    assert isinstance(k.result, Lowered)
+    sig = signature(k.result.kernel)
+    assert (sig.family, sig.rows, sig.row_bytes, sig.symbolic) == ("pointwise-repeats", None, 0, True)
+    assert "of symbolic size" in sig.describe()
+    for gpu, run in ((H100.name, "2026-11-27-h100-dynamic-rotary"), (H200.name, "2026-11-27-h200-dynamic-rotary")):
+        choice = choose(k.result.kernel, hopper=True, gpu=gpu)
+        assert isinstance(choice, Choice) and choice.emitter == "triton" and run in choice.reason, (gpu, choice)
+        static = [r for r in TABLES[gpu] if r.family == "pointwise-repeats" and not r.symbolic]
+        assert static and not any(r.covers(sig) for r in static)
+    off = repeats.find(k.result.kernel, symbolic=False)
+    assert isinstance(off, str)  # without `repeats` the kernel is a plain pointwise one: stock's
 
 
 @pytest.mark.parametrize("name", ["gelu_mlp"])
@@ -604,6 +646,25 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
     assert "2026-11-26-h100-narrow-ends" in choice.reason
 
 
+def test_the_h200_caches_softmax_rows_of_32768_in_shared_memory() -> None:
+    """On the H200 softmax rows of 32768 take the Gluon loop with the row cached in shared memory
+    (read from HBM once: 92.2% of a copy where the Triton loop reads the row twice, 77.0), rows of
+    65536 the Triton loop (one 128 KiB cache a CTA leaves one program an SM); the H100, where the
+    Triton loop's second read hits L2, keeps Triton at both (bench/results/2026-11-27-h200-survey,
+    -h100-gluon-long-rows)."""
+    from tilec.ir.target import H200
+
+    for cols, emitter, plan in (
+        (32768, "gluon", "xblock=1,chunk=16384,num_warps=8"),
+        (65536, "triton", "xblock=1,chunk=16384,num_warps=16"),
+    ):
+        choice = choose(meta_kernel("softmax", 4096, cols).kernel, hopper=True, gpu=H200.name)
+        assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (emitter, plan), choice
+        assert "2026-11-27-h200-survey" in choice.reason
+        on_h100 = choose(meta_kernel("softmax", 4096, cols).kernel, hopper=True)
+        assert isinstance(on_h100, Choice) and on_h100.emitter == "triton", on_h100
+
+
 @pytest.mark.parametrize(
     ("gpu", "runs"),
     [
@@ -618,18 +679,20 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
                 "kernels:2026-11-26-h100-long-bwd-kernels",
                 "kernels:2026-11-26-h100-vocab-kernels",
                 "kernels:2026-11-26-h100-rotary-heads",
+                "kernels:2026-11-27-h100-dynamic-rotary",
             ),
         ),
         (
             "H200",
             (
-                "2026-11-26-h200-narrow-ends",
+                "2026-11-27-h200-survey",
                 "2026-11-26-h200-fanout",
                 "kernels:2026-11-26-h200-model-kernels",
                 "kernels:2026-11-26-h200-long-bwd-kernels",
                 "kernels:2026-11-26-h200-cross-entropy-kernels",
                 "kernels:2026-11-26-h200-rotary",
                 "kernels:2026-11-27-h200-model-survey",
+                "kernels:2026-11-27-h200-dynamic-rotary",
             ),
         ),
     ],

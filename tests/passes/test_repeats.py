@@ -111,20 +111,21 @@ def test_rewritten_kernel_computes_what_it_did(n: int, low: int, high: int, wrap
 @example(n=4096, low=64, high=2048, wrap=2, op="cos")  # Llama's: two tokens of 16 heads of 128
 @example(n=1000, low=64, high=256, wrap=3, op="exp")  # a last block past the end, masked
 def test_over_a_symbolic_size_the_kernel_computes_what_it_did(n: int, low: int, high: int, wrap: int, op: str) -> None:
-    """A symbolic size and a symbolic period (`(x // high) % wrap`, the tokens of a batch), with
-    `symbolic=true`: one kernel, rewritten once, computes every size as the kernel it came from,
-    bit for bit; its rows stay consecutive and its grid cdiv(xnumel, XBLOCK). By default the
-    kernel is left as it was."""
+    """A symbolic size and a symbolic period (`(x // high) % wrap`, the tokens of a batch): one
+    kernel, rewritten once, computes every size as the kernel it came from, bit for bit; its rows
+    stay consecutive and its grid cdiv(xnumel, XBLOCK). With `symbolic=false` the kernel is left
+    as it was."""
     text = SYMBOLIC.format(low=low, high=high, op=op)
-    assert find(parse(text).kernels[0]) == "its size is symbolic (the pass's `symbolic` option takes such kernels)"
-    found = find(parse(text).kernels[0], symbolic=True)
+    off = find(parse(text).kernels[0], symbolic=False)
+    assert off == "its size is symbolic (the pass's `symbolic` option is off)"
+    found = find(parse(text).kernels[0])
     hoists = not isinstance(found, str)
     assert hoists == (high >= 512 and high % 128 == 0 and 128 % low == 0), found
-    after = _outputs(text, "repeats{symbolic=true}", n, low, (wrap, n))
+    after = _outputs(text, "repeats", n, low, (wrap, n))
     assert torch.equal(after, _outputs(text, "", n, low, (wrap, n)))
     if hoists:
         assert not isinstance(found, str) and found.split.step == found.split.columns and found.xnumel is None
-        grid = parse_after(text, "repeats{symbolic=true}").launch.grid[0]
+        grid = parse_after(text, "repeats").launch.grid[0]
         assert str(grid) == f"cdiv(xnumel, {found.split.xblock})"
 
 

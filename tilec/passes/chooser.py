@@ -36,7 +36,8 @@ holds such a table per GPU it was measured on; a GPU with none never gets anothe
 tilec takes only what a measurement says it wins: a kernel no rule covers — families, row
 inputs, row sizes or element sizes never measured on the GPU (the models' pointwise kernels,
 weight gradients and cross-entropy are measured on the H100 and the H200; reductions of symbolic
-length on the H100 only: `Rule.symbolic`), kernels drawing random numbers — stays with stock
+length and rotary embeddings of symbolic size have rules of their own: `Rule.symbolic`), kernels
+drawing random numbers — stays with stock
 Inductor, and the reason says so. `tilec.config.emitter` set to "gluon" or
 "triton" forces that emitter for the kernels tilec takes; `tilec.config.decline = False` keeps
 every kernel tilec can take (those no rule covers get the heuristic default: Gluon on Hopper,
@@ -105,11 +106,19 @@ class Signature:
     elem_bytes: int = 2  # the widest element read as a row
     random: bool = False  # draws random numbers (dropout): Philox's arithmetic, never measured yet
 
+    @property
+    def symbolic(self) -> bool:
+        """Whether what the rules range over is a symbolic size: a reduction's row length, a
+        `pointwise-repeats` kernel's size (a plain pointwise kernel's rules cover every size)."""
+        if self.family == "pointwise-repeats":
+            return self.rows is None
+        return self.n is None and not self.family.startswith("pointwise")
+
     def where(self) -> str:
         """What a rule's reason names: "sum rows of 4096 bytes", "pointwise kernels", with the
         element size and row inputs where they are not one row of 2-byte elements."""
         if self.family == "pointwise-repeats":
-            return f"{POINTWISE[self.family]} of {self.row_bytes} bytes"
+            return f"{POINTWISE[self.family]} of {self.size()}"
         if self.family.startswith("pointwise"):
             return POINTWISE[self.family]
         notes = [f"{self.elem_bytes}-byte elements"] if self.elem_bytes != 2 else []
@@ -119,11 +128,16 @@ class Signature:
     def describe(self) -> str:
         drawing = " drawing random numbers" if self.random else ""
         if self.family == "pointwise-repeats":
-            return f"{POINTWISE[self.family]}{drawing} of {self.row_bytes} bytes ({self.rows} elements of up to {self.elem_bytes} bytes)"
+            elements = "a symbolic number of" if self.rows is None else str(self.rows)
+            return f"{POINTWISE[self.family]}{drawing} of {self.size()} ({elements} elements of up to {self.elem_bytes} bytes)"
         if self.family.startswith("pointwise"):
             return f"{POINTWISE[self.family]}{drawing}"
         inputs = "one row input" if self.row_inputs == 1 else f"{self.row_inputs} row inputs"
         return f"{self.family} kernels{drawing} with {inputs} of {self.elem_bytes}-byte elements, {self.extent()}"
+
+    def size(self) -> str:
+        """ "4096 bytes", "symbolic size": a `pointwise-repeats` kernel's bytes."""
+        return "symbolic size" if self.rows is None else f"{self.row_bytes} bytes"
 
     def extent(self) -> str:
         """ "rows of 4096 bytes", "columns of symbolic length": what the reduction runs along."""
@@ -154,8 +168,9 @@ class Rule:
     plan: str = ""  # options for the plan pass of the action's pipeline (tilec.passes.pipelines.with_plan)
     elem_bytes: int = 2  # the element size measured (bf16/fp16 unless it says otherwise)
     row_inputs: int = 1  # the whole-row inputs of the kernels measured
-    # covers kernels whose row length is symbolic (no row bytes: `lo`, `hi` are 0 and 2**62),
-    # measured at the lengths their graphs were traced with; a rule without it covers static rows only
+    # covers kernels whose row length (a `pointwise-repeats` kernel: its size) is symbolic (no
+    # bytes: `lo`, `hi` are 0 and 2**62), measured at the sizes their graphs were traced with; a
+    # rule without it covers static sizes only (`Signature.symbolic`)
     symbolic: bool = False
 
     @property
@@ -169,8 +184,9 @@ class Rule:
             and self.elem_bytes == sig.elem_bytes
             and self.row_inputs == sig.row_inputs
             and not sig.random  # no rule was measured with Philox's arithmetic in the kernel
-            # a symbolic row length has no row bytes: only a rule measured on such rows covers it
-            and ((sig.n is None and not sig.family.startswith("pointwise")) == self.symbolic)
+            # a symbolic row length (a rotary's symbolic size) has no bytes: only a rule measured
+            # on such kernels covers it
+            and sig.symbolic == self.symbolic
             and self.lo <= sig.row_bytes < self.hi
         )
 
@@ -1025,6 +1041,31 @@ RULES: tuple[Rule, ...] = (
         elem_bytes=4,
         row_inputs=0,
     ),
+    # Then the rotary embeddings over a symbolic number of tokens (`repeats` over a symbolic size;
+    # `tilec bench --models --autotune --dynamic`, Llama and Gemma training: the graphs traced at
+    # 512 and 768 tokens, then the symbolic one timed at 1024), and the static ones of those first
+    # two graphs.
+    Rule(
+        "pointwise-repeats",
+        0,
+        2**62,
+        "triton",
+        "2026-11-27-h100-dynamic-rotary",
+        "6291456x1 22.0 vs 29.6 us; 6291456x1 21.9 vs 29.7 us; 6291456x1 18.0 vs 35.2 us; 6291456x1 18.0 vs 35.4 us; 8388608x1 21.5 vs 44.8 us; 8388608x1 21.7 vs 44.7 us; 6291456x1 22.1 vs 29.9 us; 6291456x1 18.0 vs 35.5 us; 6291456x1 18.0 vs 35.6 us; 8388608x1 21.8 vs 44.7 us; 8388608x1 21.6 vs 44.7 us",
+        elem_bytes=4,
+        row_inputs=0,
+        symbolic=True,
+    ),
+    Rule(
+        "pointwise-repeats",
+        16777216,
+        33554432,
+        "triton",
+        "2026-11-27-h100-dynamic-rotary",
+        "4194304x1 14.7 vs 19.8 us; 4194304x1 17.1 vs 26.5 us; 4194304x1 13.5 vs 24.5 us",
+        elem_bytes=4,
+        row_inputs=0,
+    ),
 )
 
 
@@ -1125,20 +1166,19 @@ def signature(kernel: Kernel) -> Signature:
 # The H200 (the H100's SMs, 1.4x its bandwidth: more bytes must be in flight per SM), derived as
 # the H100's table is (above), from the forward ops' survey. Rows of 1-4 KiB measured best at two
 # or more rows a program or in chunks shorter than the row (more bytes in flight:
-# docs/performance.md). The residual-fused norms' survey (2026-11-26-h200-residual) is not in it:
+# docs/performance.md); softmax rows of 32768 in Gluon, the row cached in shared memory (the
+# Triton loop's second read of the row misses L2 there). The residual-fused norms' survey (2026-11-26-h200-residual) is not in it:
 # with its rules the models' inference ran slower at equal device time, so stock keeps them. Then
 # the norms' backward where Inductor fuses it (`tilec bench --bwd`, as the H100's).
 H200_RULES: tuple[Rule, ...] = (
-    Rule(
-        "mean-var", 0, 4096, "stock", "2026-11-26-h200-narrow-ends", "32768x512 95.0 vs 97.8; 65536x1024 99.8 vs 99.1"
-    ),
+    Rule("mean-var", 0, 4096, "stock", "2026-11-27-h200-survey", "32768x512 94.3 vs 96.7; 65536x1024 99.3 vs 99.1"),
     Rule(
         "mean-var",
         4096,
         8192,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "32768x2048 99.6 vs 65.9",
+        "2026-11-27-h200-survey",
+        "32768x2048 100.1 vs 65.8",
         plan="xblock=1,num_warps=4",
     ),
     Rule(
@@ -1146,8 +1186,8 @@ H200_RULES: tuple[Rule, ...] = (
         8192,
         16384,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "8192x4096 96.8 vs 71.7; 32768x4096 97.9 vs 68.0",
+        "2026-11-27-h200-survey",
+        "8192x4096 97.3 vs 67.8; 32768x4096 97.8 vs 67.9",
         plan="xblock=2,num_warps=16",
     ),
     Rule(
@@ -1155,25 +1195,20 @@ H200_RULES: tuple[Rule, ...] = (
         16384,
         32768,
         "gluon",
-        "2026-11-26-h200-narrow-ends",
-        "8192x8192 95.5 vs 87.3; 16384x8192 97.9 vs 85.7",
+        "2026-11-27-h200-survey",
+        "8192x8192 95.8 vs 87.4; 16384x8192 97.6 vs 85.8",
         plan="xblock=1,num_warps=4",
     ),
     Rule(
-        "mean-var",
-        32768,
-        65536,
-        "stock",
-        "2026-11-26-h200-narrow-ends",
-        "4096x16384 90.4 vs 93.4; 16384x16384 95.0 vs 99.4",
+        "mean-var", 32768, 65536, "stock", "2026-11-27-h200-survey", "4096x16384 90.3 vs 93.0; 16384x16384 95.0 vs 99.1"
     ),
     Rule(
         "mean-var",
         65536,
         131072,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "4096x32768 83.8 vs 72.7",
+        "2026-11-27-h200-survey",
+        "4096x32768 83.4 vs 72.3",
         plan="xblock=1,chunk=16384,num_warps=16",
     ),
     Rule(
@@ -1181,8 +1216,8 @@ H200_RULES: tuple[Rule, ...] = (
         131072,
         2**62,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "8192x65536 76.4 vs 58.6; 4096x131072 72.8 vs 61.8; 2048x262144 62.6 vs 54.4",
+        "2026-11-27-h200-survey",
+        "8192x65536 76.5 vs 58.9; 4096x131072 73.5 vs 62.1; 2048x262144 62.4 vs 54.5",
         plan="xblock=1,chunk=32768,num_warps=32",
     ),
     Rule(
@@ -1190,8 +1225,8 @@ H200_RULES: tuple[Rule, ...] = (
         0,
         65536,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "32768x2048 98.9 vs 96.3",
+        "2026-11-27-h200-survey",
+        "32768x2048 98.5 vs 95.4",
         plan="xblock=2,rblock=1024,num_warps=8",
         elem_bytes=4,
     ),
@@ -1200,54 +1235,65 @@ H200_RULES: tuple[Rule, ...] = (
         65536,
         2**62,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "4096x16384 96.1 vs 87.4",
+        "2026-11-27-h200-survey",
+        "4096x16384 95.9 vs 87.6",
         plan="xblock=2,num_warps=16",
         elem_bytes=4,
     ),
-    Rule(
-        "softmax",
-        0,
-        2048,
-        "triton",
-        "2026-11-26-h200-narrow-ends",
-        "32768x512 97.9 vs 91.7",
-        plan="xblock=4,num_warps=4",
-    ),
-    Rule("softmax", 2048, 4096, "stock", "2026-11-26-h200-narrow-ends", "65536x1024 99.5 vs 99.3"),
+    Rule("softmax", 0, 2048, "triton", "2026-11-27-h200-survey", "32768x512 98.7 vs 92.1", plan="xblock=4,num_warps=4"),
+    Rule("softmax", 2048, 4096, "stock", "2026-11-27-h200-survey", "65536x1024 99.8 vs 100.0"),
     Rule(
         "softmax",
         4096,
+        8192,
+        "triton",
+        "2026-11-27-h200-survey",
+        "32768x2048 100.0 vs 41.9",
+        plan="xblock=1,num_warps=4",
+    ),
+    Rule(
+        "softmax",
+        8192,
         16384,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "32768x2048 100.5 vs 42.6; 8192x4096 98.0 vs 43.9; 32768x4096 96.7 vs 41.2",
-        plan="xblock=1,num_warps=4",
+        "2026-11-27-h200-survey",
+        "8192x4096 96.7 vs 43.4; 32768x4096 96.8 vs 40.8",
+        plan="xblock=2,num_warps=8",
     ),
     Rule(
         "softmax",
         16384,
         32768,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "8192x8192 98.7 vs 42.7; 16384x8192 97.6 vs 41.6",
+        "2026-11-27-h200-survey",
+        "8192x8192 97.5 vs 42.1; 16384x8192 98.2 vs 41.3",
+        plan="xblock=1,num_warps=16",
     ),
     Rule(
         "softmax",
         32768,
         65536,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "4096x16384 96.4 vs 45.2; 16384x16384 98.6 vs 45.8",
+        "2026-11-27-h200-survey",
+        "4096x16384 96.1 vs 44.5; 16384x16384 98.3 vs 45.3",
         plan="xblock=1,num_warps=8",
     ),
     Rule(
         "softmax",
         65536,
+        100514,
+        "gluon",
+        "2026-11-27-h200-survey",
+        "4096x32768 92.2 vs 45.5",
+        plan="xblock=1,chunk=16384,num_warps=8",
+    ),
+    Rule(
+        "softmax",
+        100514,
         262144,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "4096x32768 77.5 vs 46.1; 32768x50257 68.6 vs 35.9; 8192x65536 75.5 vs 47.5",
+        "2026-11-27-h200-survey",
+        "32768x50257 68.8 vs 35.8; 8192x65536 75.5 vs 47.5",
         plan="xblock=1,chunk=16384,num_warps=16",
     ),
     Rule(
@@ -1255,26 +1301,26 @@ H200_RULES: tuple[Rule, ...] = (
         262144,
         524288,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "4096x131072 69.7 vs 46.5; 8192x131072 71.1 vs 47.6",
+        "2026-11-27-h200-survey",
+        "4096x131072 70.2 vs 46.6; 8192x131072 70.8 vs 47.4",
         plan="xblock=1,chunk=32768,num_warps=16",
     ),
     Rule(
         "softmax",
         524288,
         2**62,
-        "triton",
-        "2026-11-26-h200-narrow-ends",
-        "2048x262144 63.5 vs 47.1",
-        plan="xblock=1,chunk=16384,num_warps=16",
+        "gluon",
+        "2026-11-27-h200-survey",
+        "2048x262144 63.3 vs 46.9",
+        plan="xblock=1,chunk=16384,num_warps=8",
     ),
     Rule(
         "softmax",
         0,
         65536,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "32768x2048 99.0 vs 75.5",
+        "2026-11-27-h200-survey",
+        "32768x2048 98.7 vs 74.6",
         plan="xblock=2,rblock=1024,num_warps=8",
         elem_bytes=4,
     ),
@@ -1283,19 +1329,19 @@ H200_RULES: tuple[Rule, ...] = (
         65536,
         2**62,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "4096x16384 97.9 vs 82.9",
+        "2026-11-27-h200-survey",
+        "4096x16384 97.9 vs 82.3",
         plan="xblock=1,num_warps=32",
         elem_bytes=4,
     ),
-    Rule("sum", 0, 2048, "stock", "2026-11-26-h200-narrow-ends", "32768x512 99.6 vs 100.7"),
+    Rule("sum", 0, 2048, "stock", "2026-11-27-h200-survey", "32768x512 98.0 vs 99.8"),
     Rule(
         "sum",
         2048,
         4096,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "65536x1024 101.4 vs 100.1",
+        "2026-11-27-h200-survey",
+        "65536x1024 101.5 vs 99.8",
         plan="xblock=2,rblock=512,num_warps=4",
     ),
     Rule(
@@ -1303,8 +1349,8 @@ H200_RULES: tuple[Rule, ...] = (
         4096,
         8192,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "32768x2048 101.1 vs 87.1",
+        "2026-11-27-h200-survey",
+        "32768x2048 100.9 vs 87.5",
         plan="xblock=1,rblock=1024,num_warps=4",
     ),
     Rule(
@@ -1312,8 +1358,8 @@ H200_RULES: tuple[Rule, ...] = (
         8192,
         16384,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "8192x4096 100.4 vs 88.3; 32768x4096 101.0 vs 88.7",
+        "2026-11-27-h200-survey",
+        "8192x4096 100.2 vs 88.0; 32768x4096 100.7 vs 88.9",
         plan="xblock=1,rblock=2048,num_warps=8",
     ),
     Rule(
@@ -1321,16 +1367,16 @@ H200_RULES: tuple[Rule, ...] = (
         16384,
         65536,
         "stock",
-        "2026-11-26-h200-narrow-ends",
-        "8192x8192 101.4 vs 101.2; 16384x8192 100.6 vs 101.0; 4096x16384 99.5 vs 97.2; 16384x16384 99.8 vs 99.3",
+        "2026-11-27-h200-survey",
+        "8192x8192 100.7 vs 100.6; 16384x8192 100.5 vs 100.6; 4096x16384 99.2 vs 93.2; 16384x16384 99.7 vs 99.2",
     ),
     Rule(
         "sum",
         65536,
         262144,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "4096x32768 99.3 vs 97.0; 8192x65536 95.1 vs 69.2",
+        "2026-11-27-h200-survey",
+        "4096x32768 99.0 vs 96.7; 8192x65536 95.0 vs 68.7",
         plan="xblock=1,chunk=8192,num_warps=32",
     ),
     Rule(
@@ -1338,8 +1384,8 @@ H200_RULES: tuple[Rule, ...] = (
         262144,
         2**62,
         "triton",
-        "2026-11-26-h200-narrow-ends",
-        "4096x131072 78.7 vs 64.9; 2048x262144 66.2 vs 63.4",
+        "2026-11-27-h200-survey",
+        "4096x131072 78.2 vs 64.7; 2048x262144 65.5 vs 63.0",
         plan="xblock=1,chunk=32768,num_warps=32",
     ),
     Rule(
@@ -1347,8 +1393,8 @@ H200_RULES: tuple[Rule, ...] = (
         0,
         2**62,
         "stock",
-        "2026-11-26-h200-narrow-ends",
-        "32768x2048 100.3 vs 101.6; 4096x16384 97.8 vs 99.6",
+        "2026-11-27-h200-survey",
+        "32768x2048 100.1 vs 101.6; 4096x16384 98.1 vs 99.5",
         elem_bytes=4,
     ),
     Rule(
@@ -1896,6 +1942,18 @@ H200_RULES: tuple[Rule, ...] = (
         "2026-11-27-h200-model-survey",
         "2048x2048 14.2 vs 18.7 us; 2048x2048 14.0 vs 16.9 us; 3072x2048 18.6 vs 26.6 us; 3072x2048 18.5 vs 27.1 us; 3072x2048 18.4 vs 27.3 us; 3072x2048 18.5 vs 27.2 us",
         row_inputs=3,
+    ),
+    # the rotary embeddings over a symbolic number of tokens (as the H100's)
+    Rule(
+        "pointwise-repeats",
+        0,
+        2**62,
+        "triton",
+        "2026-11-27-h200-dynamic-rotary",
+        "6291456x1 16.7 vs 28.8 us; 6291456x1 16.7 vs 28.9 us; 6291456x1 16.3 vs 35.1 us; 6291456x1 16.6 vs 35.0 us; 8388608x1 20.4 vs 45.2 us; 8388608x1 20.3 vs 44.9 us; 6291456x1 16.8 vs 28.7 us; 6291456x1 16.4 vs 35.1 us; 6291456x1 16.5 vs 34.9 us; 8388608x1 20.3 vs 45.0 us; 8388608x1 20.5 vs 45.2 us",
+        elem_bytes=4,
+        row_inputs=0,
+        symbolic=True,
     ),
 )
 

@@ -32,11 +32,11 @@ wherever any of its rows is, so a [1, P] value reads what every valid row would,
 past the end is never stored. Masks and addresses of loads and stores are computed on the full
 tile from full-tile operands, never broadcast from a first row.
 
-With `symbolic=true`, a kernel over a symbolic size too (the size a parameter, the grid
-cdiv(xnumel, XBLOCK): Llama's rotary over a symbolic number of tokens, its position
-`(x // 2048) % tokens`): the rows are consecutive and the grid stays as it is; every store must
-be masked by the kernel's mask, since no block size is known to divide the size; a remainder or
-quotient by a parameter reads what its operand reads.
+A kernel over a symbolic size too (the size a parameter, the grid cdiv(xnumel, XBLOCK): Llama's
+rotary over a symbolic number of tokens, its position `(x // 2048) % tokens`): the rows are
+consecutive and the grid stays as it is; every store must be masked by the kernel's mask, since
+no block size is known to divide the size; a remainder or quotient by a parameter reads what its
+operand reads. `symbolic=false` leaves such kernels alone.
 
 The pass binds XBLOCK (the largest power of two up to `xblock` that divides Q, no larger than the
 kernel's size rounded up to a power of two) and P (the least power of two that the low digits
@@ -243,7 +243,7 @@ def _candidates(limit: int, min_rows: int, min_columns: int, xnumel: int | None,
 
 
 def find(
-    kernel: Kernel, xblock: int = 2048, min_rows: int = 4, min_columns: int = 128, symbolic: bool = False
+    kernel: Kernel, xblock: int = 2048, min_rows: int = 4, min_columns: int = 128, symbolic: bool = True
 ) -> Found | str:
     """What `repeats` would do to `kernel`, or why it leaves it alone (`symbolic`: a kernel over a
     symbolic size too)."""
@@ -256,7 +256,7 @@ def find(
         return "its grid is not cdiv(xnumel, XBLOCK) of its size"
     xnumel = grid_size if isinstance(grid_size, int) else None
     if xnumel is None and not symbolic:
-        return "its size is symbolic (the pass's `symbolic` option takes such kernels)"
+        return "its size is symbolic (the pass's `symbolic` option is off)"
     try:
         size = grid_size if isinstance(grid_size, int) else kernel.param(grid_size.name)
     except KeyError:  # (num_sms)
@@ -454,10 +454,9 @@ class Repeats(Pass):
     # repeating them: the rotary embedding on [32, 64] tiles took 8 cos-and-sin evaluations a thread
     # (16 elements), on [16, 128] one (sm_90's PTX)
     min_columns: int = 128
-    # kernels over a symbolic size too (the rotary over a symbolic number of tokens): off until
-    # the rewritten form is timed on a GPU, so the chooser's rules (the plain form's, measured)
-    # keep deciding those kernels
-    symbolic: bool = False
+    # kernels over a symbolic size too (the rotary over a symbolic number of tokens); the chooser
+    # classifies them as this pass finds them, and its rules for them are their own (`symbolic`)
+    symbolic: bool = True
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
