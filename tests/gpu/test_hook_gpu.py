@@ -1,6 +1,7 @@
 """On the GPU: torch.compile with the hook, end to end.
 
-Every example with the Gluon and with the Triton emitter equals eager with its kernel taken; a small
+Every example with the Gluon and with the Triton emitter equals eager with its kernel taken; each
+long-row rule of the GPU's table runs its emitter and plan through the hook, equal to eager; a small
 bf16 transformer block compiled whole equals eager with its norm and softmax kernels taken; a
 misaligned input takes the Triton variant; a launch on another stream; the host cost of small
 launches (printed, with stock Inductor's for comparison); `backend="tilec"` in a fresh process."""
@@ -20,7 +21,7 @@ from gpu_support import hopper, skip_unless_runs
 from torch import nn
 
 import tilec
-from tilec.inductor.check import EXAMPLES, check_example, check_function
+from tilec.inductor.check import EXAMPLES, check_example, check_function, example_inputs
 from tilec.passes.chooser import TABLES
 from tilec.passes.pipelines import with_plan
 from tilec.runtime import loaded_kernels
@@ -68,6 +69,44 @@ def test_examples_equal_eager_with_the_kernel_taken(
     for rec in result.records:
         k = kernel_of(rec.kernel)
         assert k.primary.kind == emitter and k.launches["primary"] >= 1, k.launches
+
+
+# the forward ops whose long-row rules the GPU's table holds, by family
+LONG_ROW_OPS = {"sum": "rmsnorm", "mean-var": "layernorm:inference", "softmax": "softmax"}
+
+
+@pytest.mark.parametrize("family", sorted(LONG_ROW_OPS))
+def test_each_long_row_rule_of_this_gpu_runs_its_plan_through_the_hook(family: str) -> None:
+    """Rows past one Triton tile (32768 bf16 elements and more): for each rule of this GPU's table
+    that takes tilec there, the op at the row length where the rule begins, compiled with the hook,
+    equals eager with its kernel taken by the rule's emitter and plan (on the H200 softmax rows of
+    32768 by the Gluon loop, the row cached in shared memory)."""
+    rules = TABLES.get(torch.cuda.get_device_name())
+    if rules is None:
+        pytest.skip("no rules for this GPU: the autotuner decides")
+    checked = []
+    for rule in rules:
+        n = rule.lo // rule.elem_bytes
+        if (
+            rule.family != family
+            or (rule.elem_bytes, rule.row_inputs, rule.symbolic) != (2, 1, False)
+            or rule.action == "stock"
+            or n <= 16384
+            or (rule.action == "gluon" and not hopper())
+        ):
+            continue
+        spec = LONG_ROW_OPS[family]
+        shape = (4096 if n <= 65536 else 2048, n)  # enough rows that Inductor does not split the rows
+        fn, inputs = example_inputs(spec, shape, torch.bfloat16, "cuda")
+        torch._dynamo.reset()
+        result = check_function(fn, inputs, f"{spec} {shape[0]}x{n}")
+        assert result.ok, result.message
+        (record,) = result.records
+        assert record.taken and record.emitter == rule.action, record
+        assert record.pipeline == with_plan(f"{rule.action}-default", rule.plan), record
+        checked.append((spec, n, rule.action))
+    if not checked:
+        pytest.skip(f"this GPU's table keeps every {family} long row with stock")
 
 
 class Block(nn.Module):
