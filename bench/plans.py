@@ -10,7 +10,8 @@ rows per program by warps (`gluon-x2-w8`: two rows a program over 8 warps), and 
 over chunks shorter than the row (`triton-x1-r2048-w16`). Longer rows: the
 Triton pipeline's heuristic plan (`triton`: 16 warps, chunks of 8192) and one row a program by
 chunk and warps (`triton-c8192-w32`), and the Gluon loop by chunk and warps (`gluon-c8192-w16`:
-the row cached in shared memory where it fits). Every plan is emitted, compiled (`--jobs` at a time),
+the row cached in shared memory where it fits), also with only the first K bytes of the row cached
+and the rest read again (`gluon-c16384-w8-k65536`: the plan's `row_cache`). Every plan is emitted, compiled (`--jobs` at a time),
 launched, checked against an fp32 reference and timed (`tilec.runtime.timing.device_ms`: cold L2,
 the host kept out), as % of a same-size device-to-device copy timed the same way; stock
 `torch.compile` (record `compile`) is timed the same way beside them. bf16 at every suite shape,
@@ -81,6 +82,16 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
         for w in (16, 8):
             for c in (8192, 16384):
                 found[f"gluon-c{c}-w{w}"] = ("gluon", f"xblock=1,chunk={c},num_warps={w}")
+        # and a part of the row cached (`row_cache`, bytes; split-rows), the rest read again: for
+        # aligned rows past 64 KiB of bf16, whose whole cache leaves one program an SM or no room
+        if n >= 32768 and n % 8 == 0:
+            for w in (16, 8):
+                for k in (65536, 131072):
+                    if 2 * n > k:
+                        found[f"gluon-c16384-w{w}-k{k}"] = (
+                            "gluon",
+                            f"xblock=1,chunk=16384,num_warps={w},row_cache={k}",
+                        )
         return found
     found = {e: (e, "") for e in PIPELINES}
     for e in PIPELINES:

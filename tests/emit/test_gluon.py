@@ -190,3 +190,23 @@ def test_example_kernels_compile(name: str, arch: str) -> None:
         report = check_compile(module, arch)
         assert report.ok, f"{name} {rows}x{cols}: {report.error}\n{report.detail}"
         assert report.spills == 0, f"{name} {rows}x{cols}: {report.summary()}"
+
+
+@pytest.mark.parametrize("name", ["rmsnorm", "layernorm", "softmax"])
+def test_a_row_cached_in_part_compiles(name: str) -> None:
+    """A row of 131072 bf16 elements (256 KiB: past shared memory) with its first 128 KiB cached
+    (`row_cache`, split-rows) and the rest read again: compiles for sm_90 without spills, in the
+    shared memory of its cache."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "passes"))
+    from examples import example
+    from tilec.passes.pipelines import with_plan
+
+    kernel = example(name, 512, 131072).kernel(
+        with_plan("gluon-default", "xblock=1,chunk=16384,num_warps=16,row_cache=131072")
+    )
+    assert kernel.attributes["row_cache"] == 131072
+    report = check_compile(emit_gluon(kernel), "sm_90")
+    assert report.ok, f"{report.error}\n{report.detail}"
+    assert report.spills == 0 and 131072 <= report.shared_bytes < 140000, report.summary()

@@ -260,8 +260,8 @@ def test_surveyed_plans_build_for_every_op() -> None:
 
     survey = load("plans")
     assert survey.main(["--list"]) == 0
-    named = re.compile(r"(gluon|triton)-(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)")
-    lengths = {op: (1024, 16384, 32768, 50257) for op in survey.OPS}
+    named = re.compile(r"(gluon|triton)-(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)(?:-k(\d+))?")
+    lengths = {op: (1024, 16384, 32768, 50257, 131072) for op in survey.OPS}
     lengths |= {op: (2048, 50257) for op in survey.RESIDUAL_OPS}  # one row that fits a tile, one that loops
     for op, ns in lengths.items():
         for n in ns:
@@ -277,8 +277,17 @@ def test_surveyed_plans_build_for_every_op() -> None:
                 if plan:
                     found = named.fullmatch(name)
                     assert found is not None and found[1] == emitter, name
-                    xblock, rblock, chunk, warps = found[2], found[3], found[4], found[5]
+                    xblock, rblock, chunk, warps, cached = found[2], found[3], found[4], found[5], found[6]
                     assert kernel.launch.num_warps == int(warps), (op, n, name)
+                    assert kernel.attributes.get("row_cache") == (int(cached) if cached else None), name
+                    if cached:  # the loops over the row split at the cached columns, the first part copied by TMA
+                        assert any(op.name == "tile.tma_load" for op in kernel.walk()), name
+                        assert (
+                            sum(
+                                op.name == "tile.load" and op.operands[0].name_hint == "in_ptr0" for op in kernel.walk()
+                            )
+                            >= 2
+                        )
                     if xblock:
                         assert kernel.constexprs["XBLOCK"] == int(xblock), (op, n, name)
                         assert rblock is None or kernel.constexprs["RBLOCK"] == int(rblock) < n, (op, n, name)

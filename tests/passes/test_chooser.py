@@ -578,7 +578,8 @@ def test_gluon_default_is_the_auto_cache_form_of_the_gluon_pipeline() -> None:
 
     assert gluon_form(cache="auto") == NAMED_PIPELINES["gluon-default"]
     assert gluon_form("xblock=1", persistent=True, stages=3, specialize=True) == (
-        "repeats,plan{xblock=1},accumulate,align-rows,canonicalize,peel,canonicalize,cse,reuse{cache=smem},cse,persistent,pipeline{stages=3},"
+        "repeats,plan{xblock=1},accumulate,align-rows,canonicalize,peel,canonicalize,cse,split-rows,reuse{cache=smem},cse,persistent,"
+        "pipeline{stages=3},"
         "warp-specialize,canonicalize,cse,fp32-at-use,dce,separate-reads"
     )
     assert gluon_form(pipelined=False).endswith("reuse{cache=smem},cse,fp32-at-use,dce,separate-reads")

@@ -3,6 +3,7 @@ memory once after the default pipelines, and that no pass changes a single outpu
 
 from __future__ import annotations
 
+import hypothesis
 import pytest
 import torch
 from hypothesis import HealthCheck, Phase, given, settings
@@ -190,3 +191,49 @@ def test_every_plan_of_the_rules_equals_eager(name: str, emitter: str, plan: str
     ex = example(name, 3, 3000, dtype)
     kernel = ex.kernel(with_plan(f"{emitter}-default", plan))
     ex.check(run_interp(ex, kernel), f"{emitter} with {plan}")
+
+
+@settings(
+    max_examples=examples(20),
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
+@given(
+    name=st.sampled_from(["rmsnorm", "layernorm", "softmax"]),
+    rows=st.sampled_from([1, 3]),
+    cols=st.sampled_from([1000, 2048, 3001, 4096]),
+    dtype=st.sampled_from(["bf16", "f32"]),
+    rblock=st.sampled_from([256, 512, 1024]),
+    cached=st.sampled_from([512, 1024, 2048, 4096, 65536]),
+)
+@hypothesis.example(name="softmax", rows=3, cols=4096, dtype="bf16", rblock=512, cached=2048)  # 1024 of 4096 columns
+@hypothesis.example(name="layernorm", rows=3, cols=2048, dtype="bf16", rblock=1024, cached=2048)  # one chunk each
+def test_a_row_cached_in_part_computes_what_it_did(
+    name: str, rows: int, cols: int, dtype: str, rblock: int, cached: int
+) -> None:
+    """`split-rows` (a plan's `row_cache`): the Gluon pipeline with part of each row cached in shared
+    memory and the rest read again computes every output bit the pipeline computes with the row
+    cached whole (or read twice), and equals eager; where the cache holds a chunk but not the
+    row, the first part is TMA copies and the rest's loops are marked `reread`."""
+    from tilec.passes.pipelines import with_plan
+
+    ex = example(name, rows, cols, dtype)
+    plan = f"xblock=1,rblock={rblock}"
+    whole_kernel = ex.kernel(with_plan("gluon-default", plan))
+    whole = run_interp(ex, whole_kernel)
+    kernel = ex.kernel(with_plan("gluon-default", f"{plan},row_cache={cached}"))
+    part = run_interp(ex, kernel)
+    assert same_bits(whole, part), (name, rows, cols, dtype, rblock, cached)
+    ex.check(part, f"gluon-default with {plan}, row_cache={cached}")
+    elem = 4 if dtype == "f32" else 2
+    columns = cached // elem // rblock * rblock  # the input read again: x
+    loads = [global_row_loads(k).get("in_ptr0", 0) for k in (whole_kernel, kernel)]
+    tma = [any(isinstance(op, TmaLoadOp) for op in k.walk()) for k in (whole_kernel, kernel)]
+    # a chunk or more cached, not the whole loop; a row off 16-byte boundaries is split by
+    # align-rows first (its loops do not start at 0: no TMA box describes its chunks either)
+    if 0 < columns < cols // rblock * rblock and cols * elem % 16 == 0 and tma[0]:
+        # the first part copied by TMA, the rest (its loops, or their one chunk inlined) read again
+        assert tma[1] and loads[1] > loads[0], loads
+    else:
+        assert loads[1] == loads[0] and tma[1] == tma[0], (loads, tma)

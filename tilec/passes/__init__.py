@@ -17,6 +17,7 @@ from tilec.passes import (  # noqa: F401  (register the passes)
     reuse,
     separate_reads,
     specialize,
+    split_rows,
     warp_specialize,
 )
 from tilec.passes.base import PASSES, Pass, PipelineError, Remark, register

@@ -25,6 +25,9 @@ GLUON_DEFAULT = [
     "peel",  # a partial last chunk: a full-chunk main loop and a masked tail
     "canonicalize",  # the main loop's masks fold; the tail inlines
     "cse",  # equal index math and masks merge, so equal loads look equal
+    # a plan's `row_cache` (a row past shared memory, or a smaller cache for more programs an
+    # SM): the loops over the row split at the cached columns, the rest read again
+    "split-rows",
     "reuse{cache=auto}",  # each input row read from HBM once: TMA into shared memory, every phase reads it
     "cse",  # the constants reuse created merge
     # the cache's copies become a ring with all chunks resident. Not `persistent` nor
@@ -90,7 +93,7 @@ def gluon_form(
     parts = [
         "repeats",
         f"plan{{{plan}}}",
-        "accumulate,align-rows,canonicalize,peel,canonicalize,cse",
+        "accumulate,align-rows,canonicalize,peel,canonicalize,cse,split-rows",
         f"reuse{{cache={cache}}}",
         "cse",
     ]

@@ -65,6 +65,9 @@ def reduction_numel(kernel: Kernel) -> int | None:
     return None
 
 
+# the kernel attribute a plan's `row_cache` sets: the bytes of a row block `split-rows` caches
+ROW_CACHE = "row_cache"
+
 # a banded kernel's pipelining: the row loads each SM keeps in flight (measured on the H100:
 # bench/results/2026-11-26-h100-mix-order), and the shared memory the stages may take (the H100's
 # and H200's 227 KiB per CTA less room for the reductions' scratch)
@@ -204,6 +207,9 @@ class Plan(Pass):
     rows: int = 0  # the row count to band where a banded kernel's own is symbolic (what its graph was traced with)
     stages: int = 0  # a banded kernel's band loop: software pipelining depth (0: from the bytes in flight)
     in_flight: int = 0  # a banded kernel's row loads in flight per SM that size its stages (0: IN_FLIGHT)
+    # > 0: at most this many bytes of a row block's input rows cached in shared memory, the rest read
+    # again (kernel attribute `row_cache`, which `split-rows` reads; a row that fits is cached whole)
+    row_cache: int = 0
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
@@ -331,5 +337,7 @@ class Plan(Pass):
             if stages > 1:
                 band.attributes["stages"] = stages
         kernel.launch.num_warps = warps
+        if self.row_cache > 0:
+            kernel.attributes[ROW_CACHE] = self.row_cache
         parent = (column_layout if columns else parent_layout)(rows, cols, warps, vec)
         assign_layouts(kernel, parent, flat_layout(warps, min(vec, max(1, xb // (32 * warps)))))

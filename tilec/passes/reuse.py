@@ -4,7 +4,7 @@ Row kernels read their input in two or three phases (RMSNorm: sum of squares, th
 softmax: max and sum, then exp). Loads of the same elements are found two ways: identical loads
 (same pointer, offsets, mask and fill value, no store to that pointer in between), and loads in
 sibling loops with equal bounds whose offsets and masks are the same function of each loop's
-index. Then:
+index (not loops marked `reread`: the part of a row `split-rows` leaves past its cache). Then:
 
 - `cache=registers`: identical loads merge into the first (the row stays in registers). Loads in
   separate loops cannot share registers; their reload stays, visibly.
@@ -127,6 +127,8 @@ def find_groups(kernel: Kernel) -> list[Group]:
             for ib, lb in loops[a_pos + 1 :]:
                 if not (la.lower is lb.lower and la.upper is lb.upper and la.step is lb.step):
                     continue
+                if la.attr("reread") or lb.attr("reread"):
+                    continue  # the part of a row past its cache (split-rows): read again
                 for load_a in [op for op in la.body.ops if isinstance(op, LoadOp)]:
                     ptr = load_a.ptr
                     if _stores_to([la, *ops[ia + 1 : ib]], ptr):

@@ -41,7 +41,8 @@ class ForOp(Operation):
     last ones. `unroll` asks for a compile-time unrolled loop (bounds must then be constants).
     `stages` > 1 asks for software pipelining: the loads of the next `stages - 1` iterations
     issued while this one computes (Triton's `tl.range(..., num_stages=stages)`; a hint that
-    does not change what the loop computes)."""
+    does not change what the loop computes). `reread` marks a loop over the part of a row past its
+    shared-memory cache (`split-rows`): `reuse` leaves its loads reading global memory."""
 
     name = "tile.for"
     lower = Operand()
@@ -51,6 +52,7 @@ class ForOp(Operation):
     attrs = {
         "unroll": Attr("bool", required=False, default=False),
         "stages": Attr("int", required=False, default=0),
+        "reread": Attr("bool", required=False, default=False),
     }
     num_results = None
     num_regions = 1

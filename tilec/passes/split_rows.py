@@ -1,0 +1,109 @@
+"""split-rows: a row too long for shared memory is cached in part.
+
+`reuse{cache=smem}` caches a row block whose phases read it in loops over its chunks, but only
+where the whole row block fits shared memory. A plan's `row_cache` (bytes, the kernel attribute
+`row_cache`) asks for at most that much of it cached: this pass splits every loop over the row at
+the first column past what fits, the same column for every phase, so that the loops over the
+first part are siblings with equal bounds (which `reuse` caches, read from HBM once) and the loops
+over the rest are marked `reread` (which `reuse` leaves reading global memory each phase). The
+cut is a whole number of chunks (RBLOCK), counting every input a phase reads again (the loads of
+one pointer in two or more of the loops). On the GPU the rest's second read comes from L2 more
+often the less of each row is in flight; and a smaller cache leaves room for more programs an SM
+(a 64 KiB cache three, 128 KiB one).
+
+It acts where the row's loops start at 0 and stop at one constant, step RBLOCK, and the cut falls
+inside them; else it leaves the kernel with a remark (a row that fits its cache is cached whole by
+`reuse`). Run it after `plan` (RBLOCK bound) and `peel`, before `reuse`.
+
+Before (rows of 262144, RBLOCK 8192, row_cache 131072 bytes of bf16: 65536 columns):
+    %s = tile.for %r = %c0 to %c262144 step %rblock iter_args(%a = %z) -> (...) { ... load %x ... }
+    tile.for %r2 = %c0 to %c262144 step %rblock { ... load %x ... store ... }
+After:
+    %cached = tile.constant {value = 65536} : i32
+    %s0 = tile.for %r = %c0 to %cached step %rblock iter_args(%a = %z) -> (...) { ... }
+    %s = tile.for %r_1 = %cached to %c262144 step %rblock iter_args(%a_1 = %s0) -> (...) {reread = true} { ... }
+    tile.for %r2 = %c0 to %cached step %rblock { ... }
+    tile.for %r2_1 = %cached to %c262144 step %rblock {reread = true} { ... }
+"""
+
+from __future__ import annotations
+
+from tilec.ir.builder import Builder
+from tilec.ir.core import Kernel, Module
+from tilec.ir.dtypes import i32
+from tilec.ir.ops import ForOp, LoadOp
+from tilec.ir.types import PointerType, TileType
+from tilec.passes.base import Pass, register
+from tilec.passes.peel import split_loop
+from tilec.passes.plan import ROW_CACHE
+from tilec.passes.rewrite import const_value
+
+
+def cached_columns(kernel: Kernel, loops: list[ForOp], budget: int) -> int:
+    """The columns of a row block that `budget` bytes hold: whole chunks, for every pointer loaded
+    (as 2-D tiles) in two or more of `loops`."""
+    seen: dict[int, tuple[int, int]] = {}  # id(ptr) -> (loops loading it, element bytes)
+    for loop in loops:
+        ptrs = {
+            id(op.ptr): op.ptr
+            for op in loop.body.walk()
+            if isinstance(op, LoadOp) and isinstance(op.result.type, TileType) and op.result.type.rank == 2
+        }
+        for key, ptr in ptrs.items():
+            assert isinstance(ptr.type, PointerType)
+            count, size = seen.get(key, (0, ptr.type.pointee.bytes))
+            seen[key] = (count + 1, size)
+    per_column = (kernel.constexprs.get("XBLOCK") or 1) * sum(size for count, size in seen.values() if count >= 2)
+    rblock = kernel.constexprs.get("RBLOCK") or 1
+    if per_column == 0:
+        return 0
+    return budget // per_column // rblock * rblock
+
+
+def chunk_loop_bounds(kernel: Kernel, loop: ForOp) -> tuple[int, int] | None:
+    """A planned loop over a row's chunks (constant bounds, stepping by the bound RBLOCK): its
+    bounds; else None."""
+    lo, hi, step = (const_value(v) for v in (loop.lower, loop.upper, loop.step))
+    rblock = kernel.constexprs.get("RBLOCK")
+    if isinstance(lo, int) and isinstance(hi, int) and rblock is not None and step == rblock:
+        return lo, hi
+    return None
+
+
+def split_rows(kernel: Kernel, budget: int) -> str | None:
+    """Splits the kernel's loops over its row at the columns `budget` bytes cache; returns why not
+    when it does not."""
+    loops = [op for op in kernel.body.ops if isinstance(op, ForOp) and chunk_loop_bounds(kernel, op) is not None]
+    if len(loops) < 2:
+        return "its row is not read in two loops over its chunks"
+    bounds = {chunk_loop_bounds(kernel, op) for op in loops}
+    lo, n = next(iter(bounds))  # type: ignore[misc]
+    if len(bounds) != 1 or lo != 0:
+        return f"its loops over the row run over different ranges or not from 0 ({sorted(bounds)})"  # type: ignore[type-var]
+    columns = cached_columns(kernel, loops, budget)
+    if columns == 0:
+        return f"{budget} bytes of cache hold less than a chunk of every input read again"
+    if columns >= n:
+        return f"its row block fits {budget} bytes of cache: reuse caches it whole"
+    at = Builder.before(loops[0]).constant(columns, i32, name_hint="cached")
+    for loop in loops:
+        rest = split_loop(kernel, loop, at)
+        rest.attributes["reread"] = True
+    return None
+
+
+@register
+class SplitRows(Pass):
+    """Splits the loops over a row its shared-memory cache does not hold at the cached columns."""
+
+    name = "split-rows"
+    unchanged = "no kernel asks for part of its row cached (the plan's `row_cache`)"
+
+    def run(self, module: Module) -> None:
+        for kernel in module.kernels:
+            budget = kernel.attributes.get(ROW_CACHE)
+            if not budget:
+                continue
+            why = split_rows(kernel, int(budget))
+            if why is not None:
+                self.remark(kernel, why)
