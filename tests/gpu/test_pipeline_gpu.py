@@ -1,5 +1,6 @@
 """On the GPU: every combination of pipeline (resident or ring), persistent and warp-specialize
-equals eager PyTorch for RMSNorm, LayerNorm and softmax, rows of 512 to 65536 elements."""
+equals eager PyTorch for RMSNorm, LayerNorm and softmax, rows of 512 to 65536 elements; and a row
+cached in part (`split-rows`) at rows of 65536 to 262144."""
 
 from __future__ import annotations
 
@@ -52,3 +53,18 @@ def test_pipelined_kernels_equal_eager(name: str, cols: int, variant: str) -> No
         assert any(isinstance(op, TmaLoadOp) for op in kernel.walk())
         assert any(isinstance(op, WarpSpecializeOp) for op in kernel.walk())
     ex.check(run_gluon(ex, kernel), f"{variant} on the GPU")
+
+
+@pytest.mark.parametrize(("cols", "cached"), [(65536, 65536), (131072, 131072), (262144, 131072)])
+@pytest.mark.parametrize("name", ["rmsnorm", "layernorm", "softmax"])
+def test_a_row_cached_in_part_equals_eager(name: str, cols: int, cached: int) -> None:
+    """`split-rows` (the plan's `row_cache`): the first `cached` bytes of each row through shared
+    memory (TMA), the rest read twice from global memory, one row a program, equal to eager."""
+    from tilec.passes.pipelines import with_plan
+
+    rows = 264  # two programs an SM and more
+    assert kernel_count(name, rows, cols) == 1
+    ex = example(name, rows, cols)
+    kernel = ex.kernel(with_plan("gluon-default", f"xblock=1,chunk=16384,num_warps=16,row_cache={cached}"))
+    assert any(isinstance(op, TmaLoadOp) for op in kernel.walk())
+    ex.check(run_gluon(ex, kernel), f"row_cache={cached} on the GPU")
