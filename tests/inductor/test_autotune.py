@@ -33,15 +33,56 @@ def test_candidates_are_the_emitters_tilec_may_use_and_stock_unless_decline_is_o
 
 def test_long_rows_get_their_variants() -> None:
     """Rows past one tile of the Triton plan (16384 elements) get the long-row Triton variants (one
-    row a program; chunks of 8192 and 32768 over 32 warps, 16384 over 16); shorter rows, symbolic
-    rows, pointwise kernels and a forced Gluon emitter do not."""
+    row a program; chunks of 8192 and 32768 over 32 warps, 16384 over 16), and on Hopper up to rows
+    of 65536 the Gluon loop with the row cached (chunks of 16384 over 8 warps); shorter rows,
+    symbolic rows and pointwise kernels do not, a forced Gluon emitter gets only its own."""
     assert len(autotune.LONG_ROW_PLANS) == 3
     long = [f"triton{{{p}}}" for p in autotune.LONG_ROW_PLANS]
-    for n, has in ((16384, False), (16385, True), (50257, True), (65536, True), (262144, True), (None, False)):
+    cached = [f"gluon{{{p}}}" for p in autotune.GLUON_LONG_ROW_PLANS]
+    for n, has, has_cached in (
+        (16384, False, False),
+        (16385, True, True),
+        (50257, True, True),
+        (65536, True, True),
+        (65537, True, False),
+        (262144, True, False),
+        (None, False, False),
+    ):
         got = candidates(hopper=True, forced=None, decline=True, n=n)
         assert all((c in got) == has for c in long), n
+        assert all((c in got) == has_cached for c in cached), n
+        assert not set(cached) & set(candidates(hopper=False, forced=None, decline=True, n=n))
     assert not set(long) & set(candidates(hopper=True, forced=None, decline=True, reduction=False, n=32768))
-    assert not set(long) & set(candidates(hopper=True, forced="gluon", decline=True, n=32768))
+    forced = candidates(hopper=True, forced="gluon", decline=True, n=32768)
+    assert not set(long) & set(forced) and set(cached) <= set(forced)
+
+
+@pytest.mark.parametrize(
+    "plan",
+    sorted(
+        set(autotune.GLUON_LONG_ROW_PLANS)
+        | {r.plan for table in TABLES.values() for r in table if r.action == "gluon" and "chunk=" in r.plan}
+    ),
+)
+@pytest.mark.parametrize("name", ["rmsnorm", "layernorm", "softmax"])
+def test_the_gluon_long_row_plans_compute_what_eager_does(name: str, plan: str) -> None:
+    """The Gluon loop over a long row (the autotuner's candidate and the plans the chooser's rules
+    set: the H200's softmax rows of 32768), the row cached in shared memory, equals eager in the
+    interpreter: 512 rows of 32768 and of 20000 (a partial last chunk; with fewer rows Inductor
+    splits each row over two kernels)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "passes"))
+    from examples import example, kernel_count, run_interp
+    from tilec.ir.ops import TmaLoadOp
+    from tilec.passes.pipelines import with_plan
+
+    for cols in (32768, 20000):
+        assert kernel_count(name, 512, cols) == 1
+        ex = example(name, 512, cols)
+        kernel = ex.kernel(with_plan("gluon-default", plan))
+        assert any(isinstance(op, TmaLoadOp) for op in kernel.walk())
+        ex.check(run_interp(ex, kernel), f"gluon with {plan} at 512x{cols}")
 
 
 # the long-row candidates and the long-row plans of every GPU's rules

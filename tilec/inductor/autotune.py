@@ -149,6 +149,12 @@ LONG_ROW_PLANS = [
     "xblock=1,chunk=32768,num_warps=32",
     "xblock=1,chunk=16384,num_warps=16",
 ]
+# and on Hopper, for rows a shared-memory cache holds (up to 65536 elements), the Gluon loop with
+# the row cached (read from HBM once), one row a program: on the H200 softmax 4096x32768 92.2
+# against the best Triton loop's 77.0 (bench/results/2026-11-27-h200-survey; on the H100 the
+# Triton loop is ahead at every op)
+GLUON_LONG_ROW_PLANS = ["xblock=1,chunk=16384,num_warps=8"]
+LONG_ROW_CACHED = 65536
 
 
 def sized_variants(target: Target | None) -> dict[str, list[str]]:
@@ -171,10 +177,11 @@ def long_row_variants(n: int | None) -> dict[str, list[str]]:
     """For rows longer than the Triton plan holds in one tile (16384 elements): one row a program
     in other chunks and warps (`LONG_ROW_PLANS`) than the heuristic plan's (16 warps, chunks of
     8192). Such a row is read twice, the second time mostly from L2. (For RMSNorm rows of 65536,
-    Inductor's max-autotune picks the first shape for its own loop.)"""
+    Inductor's max-autotune picks the first shape for its own loop.) Up to 65536 elements, also
+    the Gluon loop with the row cached in shared memory (`GLUON_LONG_ROW_PLANS`)."""
     if n is None or n <= LONG_ROW:
         return {}
-    return {"triton": list(LONG_ROW_PLANS)}
+    return {"triton": list(LONG_ROW_PLANS), "gluon": list(GLUON_LONG_ROW_PLANS) if n <= LONG_ROW_CACHED else []}
 
 
 def candidates(
