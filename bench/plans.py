@@ -84,7 +84,7 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
                 found[f"gluon-c{c}-w{w}"] = ("gluon", f"xblock=1,chunk={c},num_warps={w}")
         # and a part of the row cached (`row_cache`, bytes; split-rows), the rest read again: for
         # aligned rows past 64 KiB of bf16, whose whole cache leaves one program an SM or no room
-        if n >= 32768 and n % 8 == 0:
+        if n % 8 == 0:
             for w in (16, 8):
                 for k in (65536, 131072):
                     if 2 * n > k:

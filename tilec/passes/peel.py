@@ -13,11 +13,10 @@ After:
 from __future__ import annotations
 
 from tilec.ir.builder import Builder
-from tilec.ir.clone import clone_op
-from tilec.ir.core import Kernel, Module, Value, replace_uses
+from tilec.ir.core import Kernel, Module
 from tilec.ir.ops import ForOp
 from tilec.passes.base import Pass, register
-from tilec.passes.rewrite import const_value
+from tilec.passes.rewrite import const_value, split_loop
 
 
 def peel_loop(kernel: Kernel, loop: ForOp) -> str | None:
@@ -36,24 +35,6 @@ def peel_loop(kernel: Kernel, loop: ForOp) -> str | None:
     b = Builder.before(loop)
     split_loop(kernel, loop, b.constant(lo + (trips - 1) * step, loop.lower.type, name_hint="rmain"))  # type: ignore[arg-type]
     return None
-
-
-def split_loop(kernel: Kernel, loop: ForOp, at: Value) -> ForOp:
-    """Splits `loop` at `at` (a value defined before it): `loop` runs to `at`, the loop returned
-    (a copy, right after it) from `at` on, carrying on from `loop`'s results; later uses read its
-    results."""
-    rest = clone_op(loop, {})
-    assert isinstance(rest, ForOp)
-    loop.upper = at
-    rest.lower = at
-    parent = loop.parent
-    assert parent is not None
-    parent.insert(parent.ops.index(loop) + 1, rest)
-    old_results = list(loop.results)
-    for old, new in zip(old_results, rest.results):
-        replace_uses(kernel.body, old, new)
-    rest.inits = old_results
-    return rest
 
 
 @register

@@ -13,10 +13,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tilec.ir.builder import Builder
+from tilec.ir.clone import clone_op
 from tilec.ir.core import Block, Kernel, Module, Operation, Value, defining_op, replace_uses
 from tilec.ir.dtypes import DType
 from tilec.ir.expr import Expr
-from tilec.ir.ops import BroadcastOp, ConstantOp, FullOp
+from tilec.ir.ops import BroadcastOp, ConstantOp, ForOp, FullOp
 from tilec.ir.types import TileType
 
 Pattern = Callable[[Operation, "Rewriter"], bool]
@@ -221,3 +222,21 @@ def fold_binary(name: str, a: int | float, b: int | float, dt: DType) -> int | f
 
 def fold_cmp(predicate: str, a: int | float, b: int | float) -> bool:
     return _CMP[predicate](a, b)
+
+
+def split_loop(kernel: Kernel, loop: ForOp, at: Value) -> ForOp:
+    """Splits `loop` at `at` (a value defined before it): `loop` runs to `at`, the loop returned
+    (a copy, right after it) from `at` on, carrying on from `loop`'s results; later uses read its
+    results."""
+    rest = clone_op(loop, {})
+    assert isinstance(rest, ForOp)
+    loop.upper = at
+    rest.lower = at
+    parent = loop.parent
+    assert parent is not None
+    parent.insert(parent.ops.index(loop) + 1, rest)
+    old_results = list(loop.results)
+    for old, new in zip(old_results, rest.results):
+        replace_uses(kernel.body, old, new)
+    rest.inits = old_results
+    return rest

@@ -6,8 +6,8 @@ where the whole row block fits shared memory. A plan's `row_cache` (bytes, the k
 the first column past what fits, the same column for every phase, so that the loops over the
 first part are siblings with equal bounds (which `reuse` caches, read from HBM once) and the loops
 over the rest are marked `reread` (which `reuse` leaves reading global memory each phase). The
-cut is a whole number of chunks (RBLOCK), counting every input a phase reads again (the loads of
-one pointer in two or more of the loops). On the GPU the rest's second read comes from L2 more
+cut is a whole number of chunks (RBLOCK), counting every input `reuse` would cache (its
+`find_groups`: loaded at the same offsets in sibling loops). On the GPU the rest's second read comes from L2 more
 often the less of each row is in flight; and a smaller cache leaves room for more programs an SM
 (a 64 KiB cache three, 128 KiB one).
 
@@ -31,33 +31,23 @@ from __future__ import annotations
 from tilec.ir.builder import Builder
 from tilec.ir.core import Kernel, Module
 from tilec.ir.dtypes import i32
-from tilec.ir.ops import ForOp, LoadOp
-from tilec.ir.types import PointerType, TileType
+from tilec.ir.ops import ForOp
+from tilec.ir.types import PointerType
 from tilec.passes.base import Pass, register
-from tilec.passes.peel import split_loop
 from tilec.passes.plan import ROW_CACHE
-from tilec.passes.rewrite import const_value
+from tilec.passes.reuse import find_groups
+from tilec.passes.rewrite import const_value, split_loop
 
 
-def cached_columns(kernel: Kernel, loops: list[ForOp], budget: int) -> int:
-    """The columns of a row block that `budget` bytes hold: whole chunks, for every pointer loaded
-    (as 2-D tiles) in two or more of `loops`."""
-    seen: dict[int, tuple[int, int]] = {}  # id(ptr) -> (loops loading it, element bytes)
-    for loop in loops:
-        ptrs = {
-            id(op.ptr): op.ptr
-            for op in loop.body.walk()
-            if isinstance(op, LoadOp) and isinstance(op.result.type, TileType) and op.result.type.rank == 2
-        }
-        for key, ptr in ptrs.items():
-            assert isinstance(ptr.type, PointerType)
-            count, size = seen.get(key, (0, ptr.type.pointee.bytes))
-            seen[key] = (count + 1, size)
-    per_column = (kernel.constexprs.get("XBLOCK") or 1) * sum(size for count, size in seen.values() if count >= 2)
+def cached_columns(kernel: Kernel, budget: int) -> int:
+    """The columns of a row block that `budget` bytes hold: whole chunks of every input `reuse`
+    would cache (loaded at the same offsets in sibling loops over the row: `find_groups`)."""
+    cached = {id(g.first.ptr): g.first.ptr.type for g in find_groups(kernel) if g.loops}
+    per_column = (kernel.constexprs.get("XBLOCK") or 1) * sum(
+        t.pointee.bytes for t in cached.values() if isinstance(t, PointerType)
+    )
     rblock = kernel.constexprs.get("RBLOCK") or 1
-    if per_column == 0:
-        return 0
-    return budget // per_column // rblock * rblock
+    return budget // per_column // rblock * rblock if per_column else 0
 
 
 def chunk_loop_bounds(kernel: Kernel, loop: ForOp) -> tuple[int, int] | None:
@@ -80,7 +70,7 @@ def split_rows(kernel: Kernel, budget: int) -> str | None:
     lo, n = next(iter(bounds))  # type: ignore[misc]
     if len(bounds) != 1 or lo != 0:
         return f"its loops over the row run over different ranges or not from 0 ({sorted(bounds)})"  # type: ignore[type-var]
-    columns = cached_columns(kernel, loops, budget)
+    columns = cached_columns(kernel, budget)
     if columns == 0:
         return f"{budget} bytes of cache hold less than a chunk of every input read again"
     if columns >= n:
