@@ -1,6 +1,6 @@
 """A plan survey: each op and shape's kernel under each plan of tilec's emitters, beside stock.
 
-    python bench/plans.py [--ops rmsnorm,...] [--dtype bf16,fp32] [--shapes 8192x65536,...] [--out DIR] [--jobs 12]
+    python bench/plans.py [--ops rmsnorm,...] [--dtype bf16,fp32] [--shapes 8192x65536,... | --min-row 32768] [--out DIR] [--jobs 12]
     python bench/plans.py --list [--shapes ...]  # anywhere: each row length's plans, as pipelines
 
 For each op, dtype and shape (default: the forward suite's), the kernel Inductor schedules is
@@ -11,14 +11,17 @@ over chunks shorter than the row (`triton-x1-r2048-w16`). Longer rows: the
 Triton pipeline's heuristic plan (`triton`: 16 warps, chunks of 8192) and one row a program by
 chunk and warps (`triton-c8192-w32`), and the Gluon loop by chunk and warps (`gluon-c8192-w16`:
 the row cached in shared memory where it fits), also with only the first K bytes of the row cached
-and the rest read again (`gluon-c16384-w8-k65536`: the plan's `row_cache`). Every plan is emitted, compiled (`--jobs` at a time),
+and the rest read again (`gluon-c16384-w8-k65536`: the plan's `row_cache`), and the Triton loop
+reading the row again from its last chunk back, the rows written evict-first, or both
+(`triton-c16384-w16-rev`, `-st`, `-rev-st`: the plan's `reverse` and `stream`). Every plan is emitted, compiled (`--jobs` at a time),
 launched, checked against an fp32 reference and timed (`tilec.runtime.timing.device_ms`: cold L2,
 the host kept out), as % of a same-size device-to-device copy timed the same way; stock
 `torch.compile` (record `compile`) is timed the same way beside them. bf16 at every suite shape,
 fp32 at the suite's two (`--dtype`). `--ops add_rmsnorm,add_layernorm` surveys the residual-fused
 norms (two row inputs; each of their two outputs is checked).
 
-Writes plans.jsonl to DIR: a first line `{"meta": {...}}` (GPU, versions, date), then a record per
+Writes plans.jsonl to DIR: a first line `{"meta": {...}}` (GPU, versions, date; with `--shapes`,
+the shapes), then a record per
 op, dtype, shape and plan (`emitter`, `plan`, `ms`, `pct`, or `error`). `python bench/rules.py --plans
 DIR/plans.jsonl` derives that GPU's chooser rules from it. The H100's long-row rules were read
 from such a survey of the Triton plans alone (bench/results/2026-11-25-long-rows, whose records
@@ -75,6 +78,18 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
         for w in (32, 16):
             for c in (4096, 8192, 16384, 32768):
                 found[f"triton-c{c}-w{w}"] = ("triton", f"xblock=1,chunk={c},num_warps={w}")
+        # the second read from the row's last chunk back (`reverse`), the rows written evict-first
+        # (`stream`), both (`reread`): more of the row still in L2 when read again. Chunks of 8192
+        # and more: in a probe on both GPUs the best plans at these lengths
+        for w in (32, 16):
+            for c in (8192, 16384, 32768):
+                for suffix, options in (
+                    ("rev", "reverse=true"),
+                    ("st", "stream=true"),
+                    ("rev-st", "reverse=true,stream=true"),
+                ):
+                    if c < n:  # a row of one chunk is not read twice
+                        found[f"triton-c{c}-w{w}-{suffix}"] = ("triton", f"xblock=1,chunk={c},num_warps={w},{options}")
         # the Gluon loop, one row a program, the row cached in shared memory where it fits (read
         # from HBM once): chunks of 8192 and 16384 over 8 and 16 warps. On the H100 smaller
         # chunks, 32 warps and a persistent grid were slower at every op at rows of 32768 and
@@ -114,13 +129,20 @@ def pipeline(emitter: str, plan: str) -> str:
     return with_plan(PIPELINES[emitter], plan) if plan else PIPELINES[emitter]
 
 
-def suite_shapes(op: str, dtype: str) -> list[tuple[int, int]]:
-    """The forward suite's shapes for `op` in `dtype` (bf16: all; fp32: two), by row length."""
+def suite_shapes(op: str, dtype: str, min_row: int = 0) -> list[tuple[int, int]]:
+    """The forward suite's shapes for `op` in `dtype` (bf16: all; fp32: two), by row length; with
+    `min_row`, those with rows of at least that many elements, and a misaligned row for every op."""
     shapes = SUITE + (SOFTMAX_EXTRA if op == "softmax" else []) if dtype == "bf16" else OTHER_DTYPE_SHAPES
-    return sorted(shapes, key=lambda s: (s[1], s[0]))
+    if min_row and dtype == "bf16":
+        # and softmax's misaligned row (50257) for every op: rules placed before the whole
+        # survey's (bench/rules.py) would otherwise stretch over a row size measured before
+        shapes = shapes + [s for s in SOFTMAX_EXTRA if s[1] % 8 and s not in shapes]
+    return sorted((s for s in shapes if s[1] >= min_row), key=lambda s: (s[1], s[0]))
 
 
-def run(ops: list[str], dtypes: list[str], shapes: list[tuple[int, int]] | None, out: Path, jobs: int) -> None:
+def run(
+    ops: list[str], dtypes: list[str], shapes: list[tuple[int, int]] | None, out: Path, jobs: int, min_row: int = 0
+) -> None:
     import torch
 
     import tilec
@@ -145,10 +167,13 @@ def run(ops: list[str], dtypes: list[str], shapes: list[tuple[int, int]] | None,
             jl.write(json.dumps(rec) + "\n")
             jl.flush()
 
-        write({"meta": environment()})
+        # a survey of chosen shapes or of the long rows says so: bench/rules.py then starts its
+        # rules at its shortest row
+        chosen = {"shapes": [f"{m}x{n}" for m, n in shapes]} if shapes else {}
+        write({"meta": environment() | chosen | ({"min_row": min_row} if min_row else {})})
         for op, dtype in itertools.product(ops, dtypes):
             torch_dtype = DTYPE_ALIASES[dtype]
-            for m, n in shapes or suite_shapes(op, dtype):
+            for m, n in shapes or suite_shapes(op, dtype, min_row):
                 torch.manual_seed(0)
                 inputs = make_inputs(op, m, n, torch_dtype)
                 expected = reference(op, inputs)
@@ -260,6 +285,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ops", default=",".join(OPS))
     p.add_argument("--dtype", default="bf16,fp32", help="comma-separated, of bf16, fp16, fp32 (fp32: two shapes)")
     p.add_argument("--shapes", type=parse_shapes, help="MxN,... (default: the suite's, one per row length)")
+    p.add_argument(
+        "--min-row",
+        type=int,
+        default=0,
+        help="the suite's shapes with rows of at least this many elements (a survey of the long rows alone)",
+    )
     p.add_argument("--out", default="bench-out")
     p.add_argument("--jobs", type=int, default=12, help="plans compiled at a time")
     p.add_argument("--list", action="store_true", help="print each shape's plans as pipelines and exit (no GPU)")
@@ -267,11 +298,11 @@ def main(argv: list[str] | None = None) -> int:
     ops = args.ops.split(",")
     if args.list:
         dtypes = args.dtype.split(",")
-        for n in sorted({n for op in ops for d in dtypes for _, n in args.shapes or suite_shapes(op, d)}):
+        for n in sorted({n for op in ops for d in dtypes for _, n in args.shapes or suite_shapes(op, d, args.min_row)}):
             for name, (emitter, plan) in plans(n).items():
                 print(f"N={n} {name}: {pipeline(emitter, plan)}")
         return 0
-    run(ops, args.dtype.split(","), args.shapes, Path(args.out), args.jobs)
+    run(ops, args.dtype.split(","), args.shapes, Path(args.out), args.jobs, args.min_row)
     return 0
 
 

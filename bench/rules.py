@@ -1,6 +1,6 @@
 """The chooser's rules for a GPU, derived from measurements on it.
 
-    python bench/rules.py --plans bench/results/RUN/plans.jsonl [--margin 0.01]
+    python bench/rules.py --plans bench/results/RUN/plans.jsonl [--margin 0.01] [--after bench/results/LONG/plans.jsonl]
     python bench/rules.py bench/results/RUN/results.jsonl [--plans bench/results/RUN/long.jsonl]
     python bench/rules.py --kernels bench/results/RUN      # every models.jsonl and results.jsonl under RUN
 
@@ -11,8 +11,10 @@ backward, `tilec bench --bwd`, at the shapes Inductor fuses: `mix-order`), eleme
 (bf16: 2, fp32: 4) and row size (the bytes of a row): of tilec's candidates that beat stock
 `torch.compile` by the margin on device time at every shape of that row size, the fastest over
 them (geometric mean), else stock (a tie goes to stock, whose launch costs less). Neighbouring row sizes with the same action become
-one rule, from the smallest row size of the group to the next group's; the first starts at 0, the
-last runs on. Each rule quotes the figures it rests on (device time, % of a same-size copy: "MxN
+one rule, from the smallest row size of the group to the next group's; the first starts at 0 (at
+its own row size for a survey of chosen shapes or long rows, `bench/plans.py --shapes` or
+`--min-row`, listed in a table before
+the survey of every shape, whose rules then decide the rest), the last runs on. Each rule quotes the figures it rests on (device time, % of a same-size copy: "MxN
 tilec vs compile") and names the run, as tests/passes/test_chooser.py checks.
 
 The candidates come from a `tilec bench` run with `tilec-gluon` and/or `tilec-triton` beside
@@ -209,11 +211,26 @@ def derive(
     records: list[dict[str, Any]],
     margin: float = 0.01,
     plans: Sequence[dict[str, Any]] = (),
+    covered: Sequence[Any] = (),
 ) -> list[Derived]:
+    """The rules a run's measurements give. `covered`: rules a table holds before these (each with
+    `family`, `row_inputs`, `elem_bytes`, `lo`, `hi`; a survey of the long rows alone, `--after`):
+    the row sizes they cover are left to them — left out of the groups, and each rule's range
+    cut around theirs (a rule may so become two)."""
     rules = []
+    # a survey of chosen shapes (`bench/plans.py --shapes`) covers the rows from its shortest on:
+    # rules before it in a table decide the shorter ones
+    partial = any("shapes" in r.get("meta", {}) or "min_row" in r.get("meta", {}) for r in plans)
     for (family, inputs, elem), by_row in sorted(shapes(records, plans).items()):
+        taken = [
+            (r.lo, r.hi)
+            for r in covered
+            if (r.family, r.row_inputs, r.elem_bytes) == (family, inputs, elem) and not getattr(r, "symbolic", False)
+        ]
         groups: list[tuple[int, str, list[tuple[Shape, str | None]]]] = []  # (smallest row bytes, action, shapes)
         for row_bytes in sorted(by_row):
+            if any(lo <= row_bytes < hi for lo, hi in taken):
+                continue
             measured = by_row[row_bytes]
             key = chosen(measured, margin)
             action = measured[0].candidates()[key] if key else "stock"
@@ -224,8 +241,17 @@ def derive(
         for k, (lo, action, shaped) in enumerate(groups):
             hi = groups[k + 1][0] if k + 1 < len(groups) else END
             figures = "; ".join(s.figures(key) for s, key in shaped)
-            rules.append(Derived(family, inputs, elem, 0 if k == 0 else lo, hi, action, figures))
+            for a, b in _cut(0 if k == 0 and not partial else lo, hi, taken):
+                rules.append(Derived(family, inputs, elem, a, b, action, figures))
     return rules
+
+
+def _cut(lo: int, hi: int, taken: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """[lo, hi) less the ranges `taken`: the pieces left, in order."""
+    pieces = [(lo, hi)]
+    for t_lo, t_hi in taken:
+        pieces = [p for a, b in pieces for p in ((a, min(b, t_lo)), (max(a, t_hi), b)) if p[0] < p[1]]
+    return sorted(pieces)
 
 
 # candidates as the autotuner names them -> keys of a Shape's implementations
@@ -338,6 +364,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("results", nargs="?", help="a tilec bench run's results.jsonl")
     p.add_argument("--plans", help="a plan survey's plans.jsonl (bench/plans.py) from the same GPU")
     p.add_argument(
+        "--after",
+        action="append",
+        default=[],
+        help="a plan survey whose rules come first in the table (a survey of the long rows alone): "
+        "this run's rules leave the row sizes it covers to it",
+    )
+    p.add_argument(
         "--kernels",
         "--models",
         dest="models",
@@ -362,7 +395,10 @@ def main(argv: list[str]) -> int:
     if gpu is None:
         return 2
     run = run_name(Path(args.results or args.plans).resolve().parent)
-    derived = derive(records, args.margin, plans)
+    before: list[Derived] = []
+    for path in args.after:
+        before += derive([], args.margin, read(path), before)
+    derived = derive(records, args.margin, plans, before)
     if not derived:
         print("bench/rules.py: no shape holds compile and a tilec candidate", file=sys.stderr)
         return 2

@@ -238,6 +238,29 @@ def test_logical_rmsnorm_equals_eager(plan: str) -> None:
     assert_close(y, rmsnorm(x, w).float(), torch.bfloat16)  # type: ignore[arg-type]
 
 
+def test_a_row_read_again_in_reverse_with_streaming_stores_equals_eager() -> None:
+    """A plan's `reverse` and `stream` (`reread`): the second loop over the row indexes its chunks
+    from the last back and the row written is stored evict-first; Triton's interpreter computes
+    eager's result, and the kernel compiles for sm_90 without spills."""
+    from tilec.emit.check import check_compile
+
+    k = planned(
+        (KERNELS / "rmsnorm_logical.tile").read_text(),
+        "plan{xblock=1,rblock=256,num_warps=4,reverse=true,stream=true},canonicalize,peel,canonicalize,cse,reread,dce",
+    )
+    module = emit_triton(k)
+    assert "roffset2_rev = roffset2_from - roffset2" in module.source, module.source
+    assert 'tl.store(y + offs2, outb, eviction_policy="evict_first")' in module.source, module.source
+    # the peeled last chunk too
+    assert 'tl.store(y + offs_1, outb_1, mask=rmask, eviction_policy="evict_first")' in module.source
+    x = torch.randn(64, 1000).to(torch.bfloat16)
+    w = torch.randn(1000).to(torch.bfloat16)
+    (_, _, y) = run_triton(k, [x, w, torch.full_like(x, float("nan"))])
+    assert_close(y, rmsnorm(x, w).float(), torch.bfloat16)  # type: ignore[arg-type]
+    report = check_compile(module, "sm_90")
+    assert report.ok and report.spills == 0, report
+
+
 def test_output_is_deterministic_and_readable() -> None:
     text = (KERNELS / "rmsnorm_logical.tile").read_text()
     a = emit_triton(planned(text)).source

@@ -1,6 +1,7 @@
 """On the GPU: every combination of pipeline (resident or ring), persistent and warp-specialize
 equals eager PyTorch for RMSNorm, LayerNorm and softmax, rows of 512 to 65536 elements; and a row
-cached in part (`split-rows`) at rows of 65536 to 262144."""
+cached in part (`split-rows`) at rows of 65536 to 262144; and a row read again from its last chunk
+back with the rows written evict-first (`reread`), in both emitters' pipelines."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from gpu_support import hopper
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "passes"))
 
-from examples import example, kernel_count, run_gluon
+from examples import example, kernel_count, run_gluon, run_triton
 from tilec.ir.ops import TmaLoadOp, WarpSpecializeOp
 from tilec.passes.pipelines import gluon_form
 
@@ -68,3 +69,26 @@ def test_a_row_cached_in_part_equals_eager(name: str, cols: int, cached: int) ->
     kernel = ex.kernel(with_plan("gluon-default", f"xblock=1,chunk=16384,num_warps=16,row_cache={cached}"))
     assert any(isinstance(op, TmaLoadOp) for op in kernel.walk())
     ex.check(run_gluon(ex, kernel), f"row_cache={cached} on the GPU")
+
+
+@pytest.mark.parametrize(
+    ("cols", "emitter"), [(50257, "triton"), (131072, "triton"), (262144, "triton"), (262144, "gluon")]
+)
+@pytest.mark.parametrize("name", ["rmsnorm", "layernorm", "softmax"])
+def test_a_row_read_again_in_reverse_equals_eager(name: str, cols: int, emitter: str) -> None:
+    """`reread` (the plan's `reverse` and `stream`): one row a program in chunks of 16384, the
+    second read from the row's last chunk back (a misaligned row's pieces each turned around), the
+    rows written evict-first; in the Gluon pipeline past a 128 KiB cache (`row_cache`), equal to
+    eager."""
+    from tilec.passes.pipelines import with_plan
+
+    rows = 264
+    assert kernel_count(name, rows, cols) == 1
+    ex = example(name, rows, cols)
+    cache = ",row_cache=131072" if emitter == "gluon" else ""
+    kernel = ex.kernel(
+        with_plan(f"{emitter}-default", f"xblock=1,chunk=16384,num_warps=16,reverse=true,stream=true{cache}")
+    )
+    assert any(op.name == "tile.sub" and (op.result.name_hint or "").endswith("_rev") for op in kernel.walk())
+    run = run_gluon(ex, kernel) if emitter == "gluon" else run_triton(ex, kernel, "cuda")
+    ex.check(run, f"{emitter} with reverse, stream on the GPU")

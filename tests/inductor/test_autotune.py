@@ -34,11 +34,13 @@ def test_candidates_are_the_emitters_tilec_may_use_and_stock_unless_decline_is_o
 def test_long_rows_get_their_variants() -> None:
     """Rows past one tile of the Triton plan (16384 elements) get the long-row Triton variants (one
     row a program; chunks of 8192 and 32768 over 32 warps, 16384 over 16), and on Hopper up to rows
-    of 65536 the Gluon loop with the row cached (chunks of 16384 over 8 warps); shorter rows,
-    symbolic rows and pointwise kernels do not, a forced Gluon emitter gets only its own."""
+    of 65536 the Gluon loop with the row cached (chunks of 16384 over 8 warps), past them the loop
+    with its second read reversed and its stores evict-first; shorter rows, symbolic rows and
+    pointwise kernels do not, a forced Gluon emitter gets only its own."""
     assert len(autotune.LONG_ROW_PLANS) == 3
     long = [f"triton{{{p}}}" for p in autotune.LONG_ROW_PLANS]
     cached = [f"gluon{{{p}}}" for p in autotune.GLUON_LONG_ROW_PLANS]
+    reread = [f"triton{{{p}}}" for p in autotune.REREAD_PLANS]
     for n, has, has_cached in (
         (16384, False, False),
         (16385, True, True),
@@ -51,6 +53,7 @@ def test_long_rows_get_their_variants() -> None:
         got = candidates(hopper=True, forced=None, decline=True, n=n)
         assert all((c in got) == has for c in long), n
         assert all((c in got) == has_cached for c in cached), n
+        assert all((c in got) == (has and not has_cached) for c in reread), n
         assert not set(cached) & set(candidates(hopper=False, forced=None, decline=True, n=n))
     assert not set(long) & set(candidates(hopper=True, forced=None, decline=True, reduction=False, n=32768))
     forced = candidates(hopper=True, forced="gluon", decline=True, n=32768)
@@ -88,6 +91,7 @@ def test_the_gluon_long_row_plans_compute_what_eager_does(name: str, plan: str) 
 # the long-row candidates and the long-row plans of every GPU's rules
 LONG_ROW_OPTIONS = sorted(
     set(autotune.LONG_ROW_PLANS)
+    | set(autotune.REREAD_PLANS)
     | {r.plan for table in TABLES.values() for r in table if r.action == "triton" and "chunk=" in r.plan}
 )
 
@@ -95,8 +99,9 @@ LONG_ROW_OPTIONS = sorted(
 @pytest.mark.parametrize("option", LONG_ROW_OPTIONS)
 @pytest.mark.parametrize("name", ["rmsnorm", "softmax"])
 def test_the_long_row_variants_compute_what_eager_does(name: str, option: str) -> None:
-    """Each long-row plan's kernel (rows of 20000, in chunks of 4096 to 32768; the autotuner's
-    candidates and the plans the chooser's rules set) equals eager as emitted Triton, in Triton's
+    """Each long-row plan's kernel (rows of 20000, in chunks of 4096 to 32768, some with the second
+    read reversed and the stores evict-first; the autotuner's candidates and the plans the
+    chooser's rules set) equals eager as emitted Triton, in Triton's
     interpreter. Traced with symbolic rows (Inductor
     splits such rows unless there are a thousand of them) and run on three."""
     from tilec.emit.triton import emit_triton
@@ -119,8 +124,11 @@ def test_the_long_row_variants_compute_what_eager_does(name: str, option: str) -
     run_pipeline(module, with_plan("triton-default", option))
     kernel = module.kernels[0]
     chunk = int(option.split("chunk=")[1].split(",")[0])
-    warps = int(option.split("num_warps=")[1])
+    warps = int(option.split("num_warps=")[1].split(",")[0])
     assert kernel.constexprs["RBLOCK"] == chunk and kernel.launch.num_warps == warps
+    # the second read turned around where the plan asks (`reverse`) and the row has two whole chunks
+    turned = any(o.name == "tile.sub" and (o.result.name_hint or "").endswith("_rev") for o in kernel.walk())
+    assert turned == ("reverse=true" in option and 2 * chunk <= 20000), option
     x = torch.randn(3, 20000).bfloat16()
     out = torch.full_like(x, float("nan"))
     (read,) = [a for a in lowered.args if not a.is_written]

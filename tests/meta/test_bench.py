@@ -252,7 +252,8 @@ def test_surveyed_plans_build_for_every_op() -> None:
     """bench/plans.py's plans (the evidence of the chooser's rules): each builds the pipeline it
     names and emits its emitter's code for every op (the residual-fused norms too), at rows that fit one tile (1024, 16384) and
     rows that loop (32768, 50257), captured on meta tensors (nothing runs), with the rows a
-    program, chunk and warps it names (a chunk shorter than a row that fits: the loop)."""
+    program, chunk and warps it names (a chunk shorter than a row that fits: the loop), and the
+    second read reversed and the stores evict-first where it says so (`-rev`, `-st`)."""
     from tilec.emit.gluon import emit_gluon
     from tilec.emit.triton import emit_triton
     from tilec.ir import parse, print_kernel
@@ -260,7 +261,7 @@ def test_surveyed_plans_build_for_every_op() -> None:
 
     survey = load("plans")
     assert survey.main(["--list"]) == 0
-    named = re.compile(r"(gluon|triton)-(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)(?:-k(\d+))?")
+    named = re.compile(r"(gluon|triton)-(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)(?:-k(\d+))?(?:-(rev|st|rev-st))?")
     lengths = {op: (1024, 16384, 32768, 50257, 131072) for op in survey.OPS}
     lengths |= {op: (2048, 50257) for op in survey.RESIDUAL_OPS}  # one row that fits a tile, one that loops
     for op, ns in lengths.items():
@@ -279,6 +280,15 @@ def test_surveyed_plans_build_for_every_op() -> None:
                     assert found is not None and found[1] == emitter, name
                     xblock, rblock, chunk, warps, cached = found[2], found[3], found[4], found[5], found[6]
                     assert kernel.launch.num_warps == int(warps), (op, n, name)
+                    # the second read turned around (`reverse`), the rows written evict-first (`stream`)
+                    reread = found[7] or ""
+                    turned = any(
+                        (o.result.name_hint or "").endswith("_rev") for o in kernel.walk() if o.name == "tile.sub"
+                    )
+                    streamed = any(
+                        o.name == "tile.store" and o.attr("eviction") == "evict_first" for o in kernel.walk()
+                    )
+                    assert (turned, streamed) == ("rev" in reread, "st" in reread), name
                     assert kernel.attributes.get("row_cache") == (int(cached) if cached else None), name
                     if cached:  # the loops over the row split at the cached columns, the first part copied by TMA
                         assert any(op.name == "tile.tma_load" for op in kernel.walk()), name

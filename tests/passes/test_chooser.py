@@ -578,11 +578,11 @@ def test_gluon_default_is_the_auto_cache_form_of_the_gluon_pipeline() -> None:
 
     assert gluon_form(cache="auto") == NAMED_PIPELINES["gluon-default"]
     assert gluon_form("xblock=1", persistent=True, stages=3, specialize=True) == (
-        "repeats,plan{xblock=1},accumulate,align-rows,canonicalize,peel,canonicalize,cse,split-rows,reuse{cache=smem},cse,persistent,"
+        "repeats,plan{xblock=1},accumulate,align-rows,canonicalize,peel,canonicalize,cse,split-rows,reuse{cache=smem},cse,reread,persistent,"
         "pipeline{stages=3},"
         "warp-specialize,canonicalize,cse,fp32-at-use,dce,separate-reads"
     )
-    assert gluon_form(pipelined=False).endswith("reuse{cache=smem},cse,fp32-at-use,dce,separate-reads")
+    assert gluon_form(pipelined=False).endswith("reuse{cache=smem},cse,reread,fp32-at-use,dce,separate-reads")
 
 
 def test_a_table_derived_from_a_run_is_a_valid_table_for_its_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -627,41 +627,45 @@ def test_a_table_derived_from_a_run_is_a_valid_table_for_its_gpu(monkeypatch: py
 @pytest.mark.parametrize(
     ("name", "rows", "cols", "expected", "plan"),
     [
-        ("rmsnorm", 4096, 32768, "triton", "xblock=1,chunk=8192,num_warps=32"),
-        ("rmsnorm", 4096, 50257, "triton", "xblock=1,chunk=8192,num_warps=32"),
-        ("rmsnorm", 4096, 65536, "triton", "xblock=1,chunk=32768,num_warps=16"),
-        ("rmsnorm", 2048, 262144, "triton", "xblock=1,chunk=16384,num_warps=32"),
-        ("layernorm", 4096, 32768, "triton", "xblock=1,chunk=32768,num_warps=32"),
-        ("layernorm", 4096, 65536, "triton", "xblock=1,chunk=32768,num_warps=32"),
-        ("layernorm", 2048, 262144, "triton", "xblock=1,chunk=32768,num_warps=32"),
-        ("softmax", 4096, 32768, "triton", "xblock=1,chunk=16384,num_warps=16"),
-        ("softmax", 4096, 50257, "triton", "xblock=1,chunk=16384,num_warps=16"),
-        ("softmax", 4096, 131072, "triton", "xblock=1,chunk=32768,num_warps=32"),
+        ("rmsnorm", 4096, 32768, "triton", "xblock=1,chunk=16384,num_warps=32"),
+        ("rmsnorm", 4096, 50257, "triton", "xblock=1,chunk=16384,num_warps=16,reverse=true,stream=true"),
+        ("rmsnorm", 4096, 65536, "triton", "xblock=1,chunk=32768,num_warps=32,stream=true"),
+        ("rmsnorm", 2048, 262144, "triton", "xblock=1,chunk=32768,num_warps=32,reverse=true,stream=true"),
+        ("layernorm", 4096, 32768, "triton", "xblock=1,chunk=16384,num_warps=16,stream=true"),
+        ("layernorm", 4096, 50257, "triton", "xblock=1,chunk=16384,num_warps=16"),
+        ("layernorm", 4096, 65536, "triton", "xblock=1,chunk=32768,num_warps=32,stream=true"),
+        ("layernorm", 2048, 262144, "triton", "xblock=1,chunk=32768,num_warps=32,reverse=true,stream=true"),
+        ("softmax", 4096, 32768, "triton", "xblock=1,chunk=16384,num_warps=16,reverse=true"),
+        ("softmax", 4096, 50257, "triton", "xblock=1,chunk=16384,num_warps=16,stream=true"),
+        ("softmax", 4096, 131072, "triton", "xblock=1,chunk=32768,num_warps=32,stream=true"),
+        ("softmax", 2048, 262144, "triton", "xblock=1,chunk=32768,num_warps=32,reverse=true,stream=true"),
     ],
 )
 def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, expected: str, plan: str) -> None:
     """Rows of 32K elements and more: the Triton plan that measured best for the op and length on
-    the H100 (bench/results/2026-11-26-h100-narrow-ends)."""
+    the H100, the second read reversed and the rows written evict-first where that measured faster
+    (bench/results/2026-11-27-h100-reread: a survey of the long rows alone, before the whole
+    survey's rules in the table)."""
     choice = choose(meta_kernel(name, rows, cols).kernel, hopper=True)
     assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (expected, plan), choice
-    assert "2026-11-26-h100-narrow-ends" in choice.reason
+    assert "2026-11-27-h100-reread" in choice.reason
 
 
 def test_the_h200_caches_softmax_rows_of_32768_in_shared_memory() -> None:
     """On the H200 softmax rows of 32768 take the Gluon loop with the row cached in shared memory
-    (read from HBM once: 92.2% of a copy where the Triton loop reads the row twice, 77.0), rows of
-    65536 the Triton loop (one 128 KiB cache a CTA leaves one program an SM); the H100, where the
-    Triton loop's second read hits L2, keeps Triton at both (bench/results/2026-11-27-h200-survey,
-    -h100-gluon-long-rows)."""
+    (read from HBM once: 92.6% of a copy, compile 45.6), rows of 65536 the Triton loop reading the
+    row again from its last chunk back, the rows written evict-first (one 128 KiB cache a CTA
+    leaves one program an SM); the H100, where the Triton loop's second read hits L2, keeps Triton
+    at both (bench/results/2026-11-27-h200-reread, -h100-reread, -h100-gluon-long-rows)."""
     from tilec.ir.target import H200
 
     for cols, emitter, plan in (
         (32768, "gluon", "xblock=1,chunk=16384,num_warps=8"),
-        (65536, "triton", "xblock=1,chunk=16384,num_warps=16"),
+        (65536, "triton", "xblock=1,chunk=16384,num_warps=16,reverse=true,stream=true"),
     ):
         choice = choose(meta_kernel("softmax", 4096, cols).kernel, hopper=True, gpu=H200.name)
         assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (emitter, plan), choice
-        assert "2026-11-27-h200-survey" in choice.reason
+        assert "2026-11-27-h200-reread" in choice.reason
         on_h100 = choose(meta_kernel("softmax", 4096, cols).kernel, hopper=True)
         assert isinstance(on_h100, Choice) and on_h100.emitter == "triton", on_h100
 
@@ -672,6 +676,7 @@ def test_the_h200_caches_softmax_rows_of_32768_in_shared_memory() -> None:
         (
             "H100",
             (
+                "2026-11-27-h100-reread",
                 "2026-11-26-h100-narrow-ends",
                 "2026-11-26-h100-residual",
                 "2026-11-26-h100-fanout",
@@ -686,6 +691,7 @@ def test_the_h200_caches_softmax_rows_of_32768_in_shared_memory() -> None:
         (
             "H200",
             (
+                "2026-11-27-h200-reread",
                 "2026-11-27-h200-survey",
                 "2026-11-26-h200-fanout",
                 "kernels:2026-11-26-h200-model-kernels",
@@ -720,7 +726,9 @@ def test_each_gpus_table_is_what_the_tool_derives(gpu: str, runs: tuple[str, ...
         bench = ROOT / RESULTS / run / "results.jsonl"
         path = survey if survey.exists() else bench
         found = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        derived = tool.derive([], plans=found) if survey.exists() else tool.derive(found)
+        # a survey's rules leave the row sizes the table's earlier rules cover to them (the long
+        # rows' survey first, then the whole survey's)
+        derived = tool.derive([], plans=found, covered=rules) if survey.exists() else tool.derive(found, covered=rules)
         rules += tuple(r for d in derived for r in eval(d.source(run), {"Rule": Rule}))
         assert tool.main(["--plans", str(survey)] if survey.exists() else [str(bench)]) == 0
     assert TABLES[getattr(target, gpu).name] == rules
@@ -753,6 +761,50 @@ def test_a_row_size_takes_the_candidate_that_wins_at_every_shape() -> None:
     assert large.figures == "4096x8192 100.5 vs 100.0"  # tilec's fastest candidate
     assert tool.surveyed(plans[-1]) == "triton{xblock=1,chunk=4096,num_warps=16}"
     assert tool.surveyed(plans[-2]) == "tilec-triton" and tool.surveyed(plans[1]) == "compile"
+
+
+def test_a_survey_of_the_long_rows_comes_first_and_the_whole_survey_is_cut_around_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """bench/rules.py on a survey of chosen shapes (`bench/plans.py --shapes` or `--min-row`: its
+    meta says so) starts its rules at its shortest row, not at 0; a survey derived after it
+    (`--after`, `derive(covered=...)`) leaves the row sizes it covers to it — those shapes out of
+    its groups, each range cut around the earlier rules' (a range may become two)."""
+    tool = load("rules")
+
+    def rec(n: int, variant: str, ms: float, plan: str = "") -> dict[str, Any]:
+        r: dict[str, Any] = {"op": "rmsnorm", "m": 4096, "n": n, "variant": variant, "ms": ms, "pct": 100 / ms}
+        return r | ({"emitter": "triton", "plan": plan} if plan else {})
+
+    longer = [{"meta": {"gpu": "Test GPU", "min_row": 32768}}]
+    for n in (32768, 65536):  # rows of 64 and 128 KiB: the second plan wins both
+        longer += [
+            rec(n, "compile", 1.0),
+            rec(n, "a", 0.9, "xblock=1,chunk=8192"),
+            rec(n, "b", 0.8, "xblock=1,reverse=true"),
+        ]
+    (first,) = tool.derive([], plans=longer)
+    assert (first.lo, first.hi, first.action) == (65536, 2**62, "triton{xblock=1,reverse=true}")
+    whole = [{"meta": {"gpu": "Test GPU"}}]
+    for n, ms in ((2048, 0.9), (32768, 0.95), (262144, 0.9)):  # 4 KiB, 64 KiB (covered), 512 KiB
+        whole += [rec(n, "compile", 1.0), rec(n, "a", ms, "xblock=1,chunk=8192")]
+    # the row of 32768 left to the first survey; the one group's range cut around it
+    covered = [Rule("sum", 65536, 131072, "triton", "long", "f")]  # a rule in the middle, for the cut
+    cut = tool.derive([], plans=whole, covered=covered)
+    assert [(d.lo, d.hi) for d in cut] == [(0, 65536), (131072, 2**62)], cut
+    assert all(d.figures == "4096x2048 111.1 vs 100.0; 4096x262144 111.1 vs 100.0" for d in cut)
+    # the command line: --after reads the first survey's rules
+    (tmp_path / "long").mkdir()
+    (tmp_path / "whole").mkdir()
+    (tmp_path / "long" / "plans.jsonl").write_text("".join(json.dumps(r) + "\n" for r in longer))
+    (tmp_path / "whole" / "plans.jsonl").write_text("".join(json.dumps(r) + "\n" for r in whole))
+    args = ["--plans", str(tmp_path / "whole" / "plans.jsonl"), "--after", str(tmp_path / "long" / "plans.jsonl")]
+    assert tool.main(args) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Rule(")]
+    whole_run = str(tmp_path / "whole")  # a folder outside bench/results/ is named by its path
+    assert printed == [
+        f"Rule('sum', 0, 65536, 'triton', {whole_run!r}, '4096x2048 111.1 vs 100.0', plan='xblock=1,chunk=8192'),"
+    ]
 
 
 def _model_row(

@@ -237,3 +237,51 @@ def test_a_row_cached_in_part_computes_what_it_did(
         assert tma[1] and loads[1] > loads[0], loads
     else:
         assert loads[1] == loads[0] and tma[1] == tma[0], (loads, tma)
+
+
+@settings(
+    max_examples=examples(20),
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
+@given(
+    name=st.sampled_from(["rmsnorm", "layernorm", "softmax"]),
+    rows=st.sampled_from([1, 3]),
+    cols=st.sampled_from([1000, 2048, 3001, 4096]),
+    dtype=st.sampled_from(["bf16", "f32"]),
+    rblock=st.sampled_from([256, 512, 1024]),
+    emitter=st.sampled_from(["triton", "gluon"]),
+    options=st.sampled_from(["reverse=true", "stream=true", "reverse=true,stream=true"]),
+)
+@hypothesis.example(
+    name="layernorm", rows=3, cols=4096, dtype="bf16", rblock=1024, emitter="triton", options="reverse=true"
+)
+@hypothesis.example(
+    name="softmax", rows=3, cols=3001, dtype="bf16", rblock=512, emitter="triton", options="reverse=true,stream=true"
+)  # a tail
+def test_a_row_read_again_in_reverse_computes_what_it_did(
+    name: str, rows: int, cols: int, dtype: str, rblock: int, emitter: str, options: str
+) -> None:
+    """`reread` (a plan's `reverse` and `stream`): each emitter's pipeline computes every output
+    bit it computes without them, and equals eager; in the Triton pipeline, which reads a row of
+    several chunks twice, `reverse` turns the second loop around (its chunks at a constant less
+    the loop's index) and `stream` marks the rows written evict-first."""
+    from tilec.passes.pipelines import with_plan
+
+    ex = example(name, rows, cols, dtype)
+    plan = f"xblock=1,rblock={rblock}"
+    plain = run_interp(ex, ex.kernel(with_plan(f"{emitter}-default", plan)))
+    kernel = ex.kernel(with_plan(f"{emitter}-default", f"{plan},{options}"))
+    hinted = run_interp(ex, kernel)
+    assert same_bits(plain, hinted), (name, rows, cols, dtype, rblock, emitter, options)
+    ex.check(hinted, f"{emitter}-default with {plan},{options}")
+    reversed_loops = [
+        op for op in kernel.walk() if op.name == "tile.sub" and (op.result.name_hint or "").endswith("_rev")
+    ]
+    evict_first = [op for op in kernel.walk() if op.name == "tile.store" and op.attr("eviction") == "evict_first"]
+    if emitter == "triton" and cols // rblock >= 2:  # a loop of two or more whole chunks read twice
+        assert bool(reversed_loops) == ("reverse" in options)
+    assert bool(evict_first) == ("stream" in options)
+    if "reverse" not in options:
+        assert not reversed_loops

@@ -622,7 +622,8 @@ def _store(e: PythonEmitter, o: Operation, d: int) -> None:
     if isinstance(o, AtomicAddOp):  # relaxed, as Inductor's scatters: only the sum matters
         e.emit(d, f'{e.L}.atomic_add({ptr} + {offs}, {val}{mask}, sem="relaxed")', o)
     else:
-        e.emit(d, f"{e.L}.store({ptr} + {offs}, {val}{mask})", o)
+        hint = f', eviction_policy="{o.attr("eviction")}"' if o.attr("eviction") else ""
+        e.emit(d, f"{e.L}.store({ptr} + {offs}, {val}{mask}{hint})", o)
 
 
 @op("tile.reduce")

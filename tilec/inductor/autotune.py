@@ -155,6 +155,15 @@ LONG_ROW_PLANS = [
 # Triton loop is ahead at every op)
 GLUON_LONG_ROW_PLANS = ["xblock=1,chunk=16384,num_warps=8"]
 LONG_ROW_CACHED = 65536
+# and past rows of 65536, where the Triton loop's second read misses L2 more, the loop with that
+# read from the row's last chunk back and the rows written evict-first (`reread`), and with the
+# stores alone: on the H100 the rules' plans at rows of 262144 (RMSNorm 73.5, LayerNorm 71.4,
+# softmax 75.2% of a copy, against 66.2, 65.1 and 71.1 without) and of 131072 (stores alone:
+# RMSNorm 83.3, softmax 89.6; bench/results/2026-11-27-h100-reread)
+REREAD_PLANS = [
+    "xblock=1,chunk=32768,num_warps=32,reverse=true,stream=true",
+    "xblock=1,chunk=32768,num_warps=32,stream=true",
+]
 
 
 def sized_variants(target: Target | None) -> dict[str, list[str]]:
@@ -178,10 +187,15 @@ def long_row_variants(n: int | None) -> dict[str, list[str]]:
     in other chunks and warps (`LONG_ROW_PLANS`) than the heuristic plan's (16 warps, chunks of
     8192). Such a row is read twice, the second time mostly from L2. (For RMSNorm rows of 65536,
     Inductor's max-autotune picks the first shape for its own loop.) Up to 65536 elements, also
-    the Gluon loop with the row cached in shared memory (`GLUON_LONG_ROW_PLANS`)."""
+    the Gluon loop with the row cached in shared memory (`GLUON_LONG_ROW_PLANS`); past them, the
+    loop with its second read reversed and its stores evict-first (`REREAD_PLANS`)."""
     if n is None or n <= LONG_ROW:
         return {}
-    return {"triton": list(LONG_ROW_PLANS), "gluon": list(GLUON_LONG_ROW_PLANS) if n <= LONG_ROW_CACHED else []}
+    cached = n <= LONG_ROW_CACHED
+    return {
+        "triton": list(LONG_ROW_PLANS) + ([] if cached else list(REREAD_PLANS)),
+        "gluon": list(GLUON_LONG_ROW_PLANS) if cached else [],
+    }
 
 
 def candidates(

@@ -14,6 +14,7 @@ from tilec.passes import (  # noqa: F401  (register the passes)
     pipelines,
     plan,
     repeats,
+    reread,
     reuse,
     separate_reads,
     specialize,

@@ -30,6 +30,10 @@ GLUON_DEFAULT = [
     "split-rows",
     "reuse{cache=auto}",  # each input row read from HBM once: TMA into shared memory, every phase reads it
     "cse",  # the constants reuse created merge
+    # a plan's `reverse` and `stream`: the loops still reading a row again (past a partial cache)
+    # run from its last chunk back, the rows written are stored evict-first (after reuse, which
+    # matches sibling loops' loads by their offsets)
+    "reread",
     # the cache's copies become a ring with all chunks resident. Not `persistent` nor
     # `warp-specialize`: on the H100 one program per row block, several per SM, measured faster
     # (bench/results/2026-11-22-variants.md); both stay available by writing the passes out
@@ -72,6 +76,11 @@ TRITON_DEFAULT = [
     "canonicalize",  # the main loop's masks fold; the tail inlines
     "cse",  # equal index math and masks merge, so equal loads look equal
     "reuse{cache=registers}",  # a row loaded twice is loaded once and kept in registers
+    # a plan's `reverse` and `stream`, for a row read twice: its second loop from the last chunk
+    # back, the rows written evict-first, so more of the row is still in L2 when read again. On
+    # the H200 RMSNorm 2048x262144 from 66.3 to 73.7% of a copy, softmax 8192x65536 75.4 to 80.1;
+    # elsewhere slower, so the chooser's rules take them per op and length (docs/performance.md)
+    "reread",
     "fp32-at-use",  # after CSE: the kept row stays bf16/fp16, each phase widens it
     "dce",  # what the rewrites left unused goes
 ]
@@ -96,6 +105,7 @@ def gluon_form(
         "accumulate,align-rows,canonicalize,peel,canonicalize,cse,split-rows",
         f"reuse{{cache={cache}}}",
         "cse",
+        "reread",
     ]
     if not pipelined:
         return ",".join([*parts, "fp32-at-use,dce,separate-reads"])

@@ -67,6 +67,10 @@ def reduction_numel(kernel: Kernel) -> int | None:
 
 # the kernel attribute a plan's `row_cache` sets: the bytes of a row block `split-rows` caches
 ROW_CACHE = "row_cache"
+# the kernel attributes a plan's `reverse` and `stream` set, which `reread` reads: the loops that
+# read a row again run from its last chunk back; the rows written are stored evict-first
+REVERSE = "reverse"
+STREAM = "stream"
 
 # a banded kernel's pipelining: the row loads each SM keeps in flight (measured on the H100:
 # bench/results/2026-11-26-h100-mix-order), and the shared memory the stages may take (the H100's
@@ -210,6 +214,11 @@ class Plan(Pass):
     # > 0: at most this many bytes of a row block's input rows cached in shared memory, the rest read
     # again (kernel attribute `row_cache`, which `split-rows` reads; a row that fits is cached whole)
     row_cache: int = 0
+    # the loops that read a row again run from its last chunk back (kernel attribute `reverse`),
+    # and the rows written are stored evict-first (`stream`): both for `reread`, for rows whose
+    # second read comes from L2 only in part
+    reverse: bool = False
+    stream: bool = False
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
@@ -339,5 +348,8 @@ class Plan(Pass):
         kernel.launch.num_warps = warps
         if self.row_cache > 0:
             kernel.attributes[ROW_CACHE] = self.row_cache
+        for name, on in ((REVERSE, self.reverse), (STREAM, self.stream)):
+            if on:
+                kernel.attributes[name] = True
         parent = (column_layout if columns else parent_layout)(rows, cols, warps, vec)
         assign_layouts(kernel, parent, flat_layout(warps, min(vec, max(1, xb // (32 * warps)))))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from tilec.ir.core import Attr, Operand, Operation, Optional, Value, Variadic
 from tilec.ir.dtypes import DType, Type, i1
@@ -70,13 +70,15 @@ class LoadOp(Operation):
 
 
 class StoreOp(Operation):
-    """Writes value to ptr[offsets] where the mask is true."""
+    """Writes value to ptr[offsets] where the mask is true. `eviction` is a cache hint for the
+    written lines (`evict_first`: a row written and not read again here, `reread{stream=true}`)."""
 
     name = "tile.store"
     ptr = Operand()
     offsets = Operand()
     value = Operand()
     mask = Optional()
+    attrs = {"eviction": Attr("choice", required=False, default="", choices=EVICTION)}
     num_results = 0
 
     def verify_(self) -> None:
@@ -101,6 +103,7 @@ class AtomicAddOp(StoreOp):
     unspecified order. A scatter that accumulates (`index_put_(..., accumulate=True)`)."""
 
     name = "tile.atomic_add"
+    attrs: ClassVar[dict[str, Attr]] = {}  # no cache hint: Triton's atomics take none
 
     def verify_(self) -> None:
         super().verify_()  # the store's checks, the pointer's among them
