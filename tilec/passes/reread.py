@@ -12,7 +12,8 @@ again:
   L2. Only loops that carry no value from one iteration to the next are reversed (their
   iterations are independent, and every output bit stays as it was), and only where each of their
   stores' offsets moves with the loop (a loop storing to one place each iteration would leave
-  another last value). Bounds need not be constants (a misaligned row's pieces, a symbolic row):
+  another last value) and it reads no pointer it writes but where it writes it (a chunk reading
+  what another chunk wrote would read another value). Bounds need not be constants (a misaligned row's pieces, a symbolic row):
   the reversed index is then computed before the loop.
 - `stream` (kernel attribute `stream`): the rows the kernel writes (stores of tiles wider than
   one column) are stored `evict_first`, so the output does not push the input's lines out of L2
@@ -100,8 +101,16 @@ def reverse_rereads(kernel: Kernel) -> list[str]:
         if any(isinstance(o, AtomicAddOp) for o in loop.walk()):
             why.append(f"{name} adds atomically")
             continue
-        if any(isinstance(o, StoreOp) and not _depends_on(o.offsets, iv) for o in loop.walk()):
+        stores = [o for o in loop.walk() if isinstance(o, StoreOp)]
+        if any(not _depends_on(o.offsets, iv) for o in stores):
             why.append(f"{name} stores to the same place every chunk")
+            continue
+        written = {(id(o.ptr), id(o.offsets)) for o in stores}
+        if any(
+            isinstance(o, LoadOp) and (id(o.ptr), id(o.offsets)) not in written and id(o.ptr) in {p for p, _ in written}
+            for o in loop.walk()
+        ):
+            why.append(f"{name} reads what it writes elsewhere in the row (an order it would change)")
             continue
         step = const_value(loop.step)
         if not isinstance(step, int) or step <= 0:
