@@ -193,18 +193,26 @@ def test_every_plan_of_the_rules_equals_eager(name: str, emitter: str, plan: str
     ex.check(run_interp(ex, kernel), f"{emitter} with {plan}")
 
 
-@settings(
+# a row in chunks, for the interpreter tests of the passes that rewrite a row's loops (split-rows,
+# reread): the op, rows, row length (3001: misaligned, a partial last chunk), dtype and chunk
+ROW_LOOPS = settings(
     max_examples=examples(20),
     deadline=None,
     phases=[Phase.explicit, Phase.generate],
     suppress_health_check=list(HealthCheck),
 )
+ROW_LOOP_CASES = {
+    "name": st.sampled_from(["rmsnorm", "layernorm", "softmax"]),
+    "rows": st.sampled_from([1, 3]),
+    "cols": st.sampled_from([1000, 2048, 3001, 4096]),
+    "dtype": st.sampled_from(["bf16", "f32"]),
+    "rblock": st.sampled_from([256, 512, 1024]),
+}
+
+
+@ROW_LOOPS
 @given(
-    name=st.sampled_from(["rmsnorm", "layernorm", "softmax"]),
-    rows=st.sampled_from([1, 3]),
-    cols=st.sampled_from([1000, 2048, 3001, 4096]),
-    dtype=st.sampled_from(["bf16", "f32"]),
-    rblock=st.sampled_from([256, 512, 1024]),
+    **ROW_LOOP_CASES,
     cached=st.sampled_from([512, 1024, 2048, 4096, 65536]),
 )
 @hypothesis.example(name="softmax", rows=3, cols=4096, dtype="bf16", rblock=512, cached=2048)  # 1024 of 4096 columns
@@ -239,18 +247,9 @@ def test_a_row_cached_in_part_computes_what_it_did(
         assert loads[1] == loads[0] and tma[1] == tma[0], (loads, tma)
 
 
-@settings(
-    max_examples=examples(20),
-    deadline=None,
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=list(HealthCheck),
-)
+@ROW_LOOPS
 @given(
-    name=st.sampled_from(["rmsnorm", "layernorm", "softmax"]),
-    rows=st.sampled_from([1, 3]),
-    cols=st.sampled_from([1000, 2048, 3001, 4096]),
-    dtype=st.sampled_from(["bf16", "f32"]),
-    rblock=st.sampled_from([256, 512, 1024]),
+    **ROW_LOOP_CASES,
     emitter=st.sampled_from(["triton", "gluon"]),
     options=st.sampled_from(["reverse=true", "stream=true", "reverse=true,stream=true"]),
 )
