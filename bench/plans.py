@@ -4,28 +4,28 @@
     python bench/plans.py --list [--shapes ...]  # anywhere: each row length's plans, as pipelines
 
 For each op, dtype and shape (default: the forward suite's), the kernel Inductor schedules is
-captured and run through each plan: an emitter's default pipeline with the plan's options on its `plan` pass. Rows that fit the Triton plan's one
-tile (16384 elements): both emitters' heuristic plans (`gluon`, `triton`) and, for each emitter,
-rows per program by warps (`gluon-x2-w8`: two rows a program over 8 warps), and the Triton loop
-over chunks shorter than the row (`triton-x1-r2048-w16`). Longer rows: the
-Triton pipeline's heuristic plan (`triton`: 16 warps, chunks of 8192) and one row a program by
-chunk and warps (`triton-c8192-w32`), and the Gluon loop by chunk and warps (`gluon-c8192-w16`:
-the row cached in shared memory where it fits), also with only the first K bytes of the row cached
-and the rest read again (`gluon-c16384-w8-k65536`: the plan's `row_cache`), and the Triton loop
-reading the row again from its last chunk back, the rows written evict-first, or both
-(`triton-c16384-w16-rev`, `-st`, `-rev-st`: the plan's `reverse` and `stream`). Every plan is emitted, compiled (`--jobs` at a time),
-launched, checked against an fp32 reference and timed (`tilec.runtime.timing.device_ms`: cold L2,
-the host kept out), as % of a same-size device-to-device copy timed the same way; stock
-`torch.compile` (record `compile`) is timed the same way beside them. bf16 at every suite shape,
-fp32 at the suite's two (`--dtype`). `--ops add_rmsnorm,add_layernorm` surveys the residual-fused
-norms (two row inputs; each of their two outputs is checked).
+captured and run through each plan: an emitter's default pipeline with the plan's options on its
+`plan` pass. Rows that fit the Triton plan's one tile (16384 elements): both emitters' heuristic
+plans (`gluon`, `triton`) and, for each emitter, rows per program by warps (`gluon-x2-w8`: two rows
+a program over 8 warps), and the Triton loop over chunks shorter than the row
+(`triton-x1-r2048-w16`). Longer rows: the Triton pipeline's heuristic plan (`triton`: 16 warps,
+chunks of 8192) and one row a program by chunk and warps (`triton-c8192-w32`), and the Gluon loop by
+chunk and warps (`gluon-c8192-w16`: the row cached in shared memory where it fits), also with only
+the first K bytes of the row cached and the rest read again (`gluon-c16384-w8-k65536`: the plan's
+`row_cache`), and the Triton loop reading the row again from its last chunk back, the rows written
+evict-first, or both (`triton-c16384-w16-rev`, `-st`, `-rev-st`: the plan's `reverse` and `stream`).
+Every plan is emitted, compiled (`--jobs` at a time), launched, checked against an fp32 reference
+and timed (`tilec.runtime.timing.device_ms`: cold L2, the host kept out), as % of a same-size
+device-to-device copy timed the same way; stock `torch.compile` (record `compile`) is timed the same
+way beside them. bf16 at every suite shape, fp32 at the suite's two (`--dtype`). `--ops
+add_rmsnorm,add_layernorm` surveys the residual-fused norms (two row inputs; each of their two
+outputs is checked).
 
-Writes plans.jsonl to DIR: a first line `{"meta": {...}}` (GPU, versions, date; with `--shapes`,
-the shapes), then a record per
-op, dtype, shape and plan (`emitter`, `plan`, `ms`, `pct`, or `error`). `python bench/rules.py --plans
-DIR/plans.jsonl` derives that GPU's chooser rules from it. The H100's long-row rules were read
-from such a survey of the Triton plans alone (bench/results/2026-11-25-long-rows, whose records
-name their plans `def` and `cC-wW`).
+Writes plans.jsonl to DIR: a first line `{"meta": {...}}` (GPU, versions, date; the shapes with
+`--shapes`, `min_row` with `--min-row`), then a record per op, dtype, shape and plan (`emitter`,
+`plan`, `ms`, `pct`, or `error`). `python bench/rules.py --plans DIR/plans.jsonl` derives that GPU's
+chooser rules from it. The H100's long-row rules were read from such a survey of the Triton plans
+alone (bench/results/2026-11-25-long-rows, whose records name their plans `def` and `cC-wW`).
 """
 
 from __future__ import annotations
@@ -289,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         "--min-row",
         type=int,
         default=0,
-        help="the suite's shapes with rows of at least this many elements (a survey of the long rows alone)",
+        help="the suite's shapes with rows of at least this many elements, and a misaligned row (50257) for "
+        "every op: a survey of the long rows alone",
     )
     p.add_argument("--out", default="bench-out")
     p.add_argument("--jobs", type=int, default=12, help="plans compiled at a time")

@@ -13,9 +13,9 @@ backward, `tilec bench --bwd`, at the shapes Inductor fuses: `mix-order`), eleme
 them (geometric mean), else stock (a tie goes to stock, whose launch costs less). Neighbouring row sizes with the same action become
 one rule, from the smallest row size of the group to the next group's; the first starts at 0 (at
 its own row size for a survey of chosen shapes or long rows, `bench/plans.py --shapes` or
-`--min-row`, listed in a table before
-the survey of every shape, whose rules then decide the rest), the last runs on. Each rule quotes the figures it rests on (device time, % of a same-size copy: "MxN
-tilec vs compile") and names the run, as tests/passes/test_chooser.py checks.
+`--min-row`, listed in a table before the survey of every shape, whose rules then decide the
+rest), the last runs on. Each rule quotes the figures it rests on (device time, % of a same-size
+copy: "MxN tilec vs compile") and names the run, as tests/passes/test_chooser.py checks.
 
 The candidates come from a `tilec bench` run with `tilec-gluon` and/or `tilec-triton` beside
 `compile` (`tilec bench --impls tilec-gluon,tilec-triton,compile,copy`), from a plan survey
@@ -222,11 +222,7 @@ def derive(
     # rules before it in a table decide the shorter ones
     partial = any("shapes" in r.get("meta", {}) or "min_row" in r.get("meta", {}) for r in plans)
     for (family, inputs, elem), by_row in sorted(shapes(records, plans).items()):
-        taken = [
-            (r.lo, r.hi)
-            for r in covered
-            if (r.family, r.row_inputs, r.elem_bytes) == (family, inputs, elem) and not getattr(r, "symbolic", False)
-        ]
+        taken = [(r.lo, r.hi) for r in _of_group(covered, (family, inputs, elem))]
         groups: list[tuple[int, str, list[tuple[Shape, str | None]]]] = []  # (smallest row bytes, action, shapes)
         for row_bytes in sorted(by_row):
             if any(lo <= row_bytes < hi for lo, hi in taken):
@@ -244,6 +240,12 @@ def derive(
             for a, b in _cut(0 if k == 0 and not partial else lo, hi, taken):
                 rules.append(Derived(family, inputs, elem, a, b, action, figures))
     return rules
+
+
+def _of_group(rules: Sequence[Any], group: tuple[str, int, int], symbolic: bool = False) -> list[Any]:
+    """The rules (`Rule`s or `Derived`) of `group` (family, row inputs, element bytes), over rows of
+    symbolic length or (`symbolic` false) of static ones."""
+    return [r for r in rules if (r.family, r.row_inputs, r.elem_bytes, r.symbolic) == (*group, symbolic)]
 
 
 def _cut(lo: int, hi: int, taken: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -331,7 +333,7 @@ def derive_models(
     # by row size, each size's kernels in the order measured
     for group, row_bytes, shape in sorted(model_kernels(records), key=lambda k: (k[0], k[1])):
         symbolic = row_bytes == SYMBOLIC
-        same = [r for r in base if (r.family, r.row_inputs, r.elem_bytes, r.symbolic) == (*group, symbolic)]
+        same = _of_group(base, group, symbolic)
         if any(symbolic or r.lo <= row_bytes < r.hi for r in same):
             continue  # the table's other rules cover it
         by[group][_model_range(group[0], row_bytes, same)].append(shape)

@@ -60,20 +60,9 @@ from tilec.ir.ops.common import elem_dtype
 from tilec.ir.types import PointerType, TileType
 from tilec.passes.affine import local_stride
 from tilec.passes.base import Pass, register
-from tilec.passes.rewrite import const_value
+from tilec.passes.rewrite import const_value, depends_on
 
 VECTOR_BYTES = 16
-
-
-def _depends_on(v: Value, target: Value, seen: set[int] | None = None) -> bool:
-    if v is target:
-        return True
-    op = defining_op(v)
-    seen = set() if seen is None else seen
-    if op is None or id(op) in seen:
-        return False
-    seen.add(id(op))
-    return any(_depends_on(o, target, seen) for o in op.operands)
 
 
 def _row_accesses(loop: ForOp, rnumel: int) -> list[LoadOp | StoreOp]:
@@ -104,7 +93,7 @@ def _row_offsets(offsets: Value, iv: Value, rnumel: int) -> bool:
     last = offsets.type.rank - 1
     a, b = op.operands
     for start, col in ((a, b), (b, a)):
-        if _row_start(start, rnumel) and _depends_on(col, iv) and local_stride(col, last) == 1:
+        if _row_start(start, rnumel) and depends_on(col, iv) and local_stride(col, last) == 1:
             return True
     return False
 
@@ -184,7 +173,7 @@ def _from_zero(loop: ForOp, shifted: Value, rnumel: int) -> list[tuple[Value, Va
     """Each `column < N` mask also asks `column >= 0`; returns the new masks and their columns."""
     masks = []
     for op in [o for o in loop.body.walk() if isinstance(o, CmpOp)]:
-        if op.attr("predicate") == "lt" and const_value(op.rhs) == rnumel and _depends_on(op.lhs, shifted):
+        if op.attr("predicate") == "lt" and const_value(op.rhs) == rnumel and depends_on(op.lhs, shifted):
             masks.append((_narrow(loop, op.result, op.lhs, "ge", 0, "from0"), op.lhs))
     return masks
 
@@ -201,7 +190,7 @@ def _unshifted(col: Value, shifted: Value, iv: Value, at: Operation) -> Value:
         if id(v) in mapping:
             return mapping[id(v)]
         op = defining_op(v)
-        if op is None or not _depends_on(v, shifted):
+        if op is None or not depends_on(v, shifted):
             return v
         for o in op.operands:
             walk(o)

@@ -47,10 +47,12 @@ from tilec.passes.rewrite import const_value
 from tilec.passes.specialize import bind_constexprs
 
 
-def row_loop_bounds(loop: ForOp) -> tuple[int, int] | None:
-    """A loop over a row's chunks (stepping by RBLOCK): its bounds, if constant; else None."""
+def row_loop_bounds(loop: ForOp, rblock: int | None = None) -> tuple[int, int] | None:
+    """A loop over a row's chunks (stepping by RBLOCK, or by `rblock`: the value the plan bound it
+    to): its bounds, if constant; else None."""
     step = loop.step.op if hasattr(loop.step, "op") else None
-    if isinstance(step, ConstantOp) and step.attr("value") == Sym("RBLOCK"):
+    value = step.attr("value") if isinstance(step, ConstantOp) else None
+    if value == Sym("RBLOCK") or (rblock is not None and value == rblock):
         lo, hi = const_value(loop.lower), const_value(loop.upper)
         if isinstance(lo, int) and isinstance(hi, int):
             return lo, hi

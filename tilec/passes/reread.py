@@ -46,19 +46,7 @@ from tilec.ir.ops.memory import AtomicAddOp
 from tilec.ir.types import TileType
 from tilec.passes.base import Pass, register
 from tilec.passes.plan import REVERSE, STREAM
-from tilec.passes.rewrite import const_value
-
-
-def _depends_on(v: Value, iv: Value, seen: set[int] | None = None) -> bool:
-    """Whether `v` is computed from `iv` (through the ops inside the loop)."""
-    if v is iv:
-        return True
-    seen = set() if seen is None else seen
-    op = defining_op(v)
-    if op is None or id(op) in seen:
-        return False
-    seen.add(id(op))
-    return any(_depends_on(o, iv, seen) for o in op.operands)
+from tilec.passes.rewrite import const_value, depends_on
 
 
 def _pointers_read(op: Operation) -> set[int]:
@@ -77,9 +65,9 @@ def _reversed_start(loop: ForOp, step: int, name: str) -> Value | None:
         count = -(-(hi - lo) // step)
         return b.constant(2 * lo + (count - 1) * step, t, name_hint=name) if count >= 2 else None  # type: ignore[arg-type]
     span = b.op("tile.sub", loop.upper, loop.lower, name_hint=f"{name}_span")
-    before_last = b.op("tile.sub", span, b.constant(1, t), name_hint=f"{name}_span")  # type: ignore[arg-type]
-    trips = b.op("tile.div", before_last, loop.step, name_hint=f"{name}_trips")
-    last = b.op("tile.mul", trips, loop.step, name_hint=f"{name}_last")
+    last_step = b.op("tile.sub", span, b.constant(1, t), name_hint=f"{name}_last_step")  # type: ignore[arg-type]
+    steps = b.op("tile.div", last_step, loop.step, name_hint=f"{name}_steps")
+    last = b.op("tile.mul", steps, loop.step, name_hint=f"{name}_last")
     twice = b.op("tile.add", loop.lower, loop.lower, name_hint=f"{name}_lo")
     return b.op("tile.add", twice, last, name_hint=name)
 
@@ -102,14 +90,14 @@ def reverse_rereads(kernel: Kernel) -> list[str]:
             why.append(f"{name} adds atomically")
             continue
         stores = [o for o in loop.walk() if isinstance(o, StoreOp)]
-        if any(not _depends_on(o.offsets, iv) for o in stores):
+        if any(not depends_on(o.offsets, iv) for o in stores):
             why.append(f"{name} stores to the same place every chunk")
             continue
-        written = {(id(o.ptr), id(o.offsets)) for o in stores}
-        if any(
-            isinstance(o, LoadOp) and (id(o.ptr), id(o.offsets)) not in written and id(o.ptr) in {p for p, _ in written}
-            for o in loop.walk()
-        ):
+        written: dict[int, set[int]] = {}  # pointer -> the offsets stored to it
+        for o in stores:
+            written.setdefault(id(o.ptr), set()).add(id(o.offsets))
+        loads = [o for o in loop.walk() if isinstance(o, LoadOp) and id(o.ptr) in written]
+        if any(id(o.offsets) not in written[id(o.ptr)] for o in loads):
             why.append(f"{name} reads what it writes elsewhere in the row (an order it would change)")
             continue
         step = const_value(loop.step)

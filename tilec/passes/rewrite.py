@@ -224,6 +224,18 @@ def fold_cmp(predicate: str, a: int | float, b: int | float) -> bool:
     return _CMP[predicate](a, b)
 
 
+def depends_on(v: Value, target: Value, seen: set[int] | None = None) -> bool:
+    """Whether `v` is `target` or computed from it."""
+    if v is target:
+        return True
+    op = defining_op(v)
+    seen = set() if seen is None else seen
+    if op is None or id(op) in seen:
+        return False
+    seen.add(id(op))
+    return any(depends_on(o, target, seen) for o in op.operands)
+
+
 def split_loop(kernel: Kernel, loop: ForOp, at: Value) -> ForOp:
     """Splits `loop` at `at` (a value defined before it): `loop` runs to `at`, the loop returned
     (a copy, right after it) from `at` on, carrying on from `loop`'s results; later uses read its

@@ -34,9 +34,9 @@ from tilec.ir.dtypes import i32
 from tilec.ir.ops import ForOp
 from tilec.ir.types import PointerType
 from tilec.passes.base import Pass, register
-from tilec.passes.plan import ROW_CACHE
+from tilec.passes.plan import ROW_CACHE, row_loop_bounds
 from tilec.passes.reuse import find_groups
-from tilec.passes.rewrite import const_value, split_loop
+from tilec.passes.rewrite import split_loop
 
 
 def cached_columns(kernel: Kernel, budget: int) -> int:
@@ -50,23 +50,15 @@ def cached_columns(kernel: Kernel, budget: int) -> int:
     return budget // per_column // rblock * rblock if per_column else 0
 
 
-def chunk_loop_bounds(kernel: Kernel, loop: ForOp) -> tuple[int, int] | None:
-    """A planned loop over a row's chunks (constant bounds, stepping by the bound RBLOCK): its
-    bounds; else None."""
-    lo, hi, step = (const_value(v) for v in (loop.lower, loop.upper, loop.step))
-    rblock = kernel.constexprs.get("RBLOCK")
-    if isinstance(lo, int) and isinstance(hi, int) and rblock is not None and step == rblock:
-        return lo, hi
-    return None
-
-
 def split_rows(kernel: Kernel, budget: int) -> str | None:
     """Splits the kernel's loops over its row at the columns `budget` bytes cache; returns why not
     when it does not."""
-    loops = [op for op in kernel.body.ops if isinstance(op, ForOp) and chunk_loop_bounds(kernel, op) is not None]
+    rblock = kernel.constexprs.get("RBLOCK")
+    bounds_of = {op: row_loop_bounds(op, rblock) for op in kernel.body.ops if isinstance(op, ForOp)}
+    loops = [op for op, b in bounds_of.items() if b is not None]
     if len(loops) < 2:
         return "its row is not read in two loops over its chunks"
-    bounds = {chunk_loop_bounds(kernel, op) for op in loops}
+    bounds = {bounds_of[op] for op in loops}
     lo, n = next(iter(bounds))  # type: ignore[misc]
     if len(bounds) != 1 or lo != 0:
         return f"its loops over the row run over different ranges or not from 0 ({sorted(bounds)})"  # type: ignore[type-var]
