@@ -9,7 +9,11 @@ cluster of C CTAs (Hopper: up to 8) shares each row: CTA k holds elements [k*M, 
 registers, computes its partial statistics (RMSNorm: the sum of squares; softmax: the maximum and
 the sum of exponentials), and reads the other CTAs' partials from their shared memory
 (distributed shared memory, DSMEM); each CTA combines all C partials in the same order, so all
-agree bit for bit, and normalizes its slice. Every row is read from HBM once.
+agree bit for bit, and normalizes its slice. Every row is read from HBM once. With the slice in
+registers a CTA takes most of an SM's registers; with the slice in its shared memory (`*_smem`:
+cp.async puts all of it in flight at once, the statistics accumulate chunk by chunk as it lands,
+the output is computed from shared memory) three to six CTAs share an SM, and one CTA's loads
+overlap another's exchange and writes. LayerNorm has the shared-memory form only.
 
 Gluon in Triton 3.6 launches clusters (`num_ctas`, the grid counted in clusters, `program_id` the
 cluster's) and splits a layout across its CTAs (`cga_layout`), but has no operation that reads
@@ -33,19 +37,44 @@ from typing import Any
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
 LOG2E = gl.constexpr(1.4426950408889634)
 EPS = 1e-6
-# (op, M, N, CTAs per cluster, warps per CTA). 32768 elements a CTA over 16 warps take all of an
-# SM's registers (one CTA an SM); 16384 a CTA, two
+# (op, M, N, CTAs per cluster, warps per CTA, slice in shared memory). In registers, 32768
+# elements a CTA over 16 warps take all of an SM's registers (one CTA an SM), 16384 a CTA two. In
+# shared memory (cp.async, all of it in flight at once, read back a chunk at a time), 32768
+# elements a CTA (64 KiB) leave three CTAs an SM, 16384 six, and registers to spare
 CASES = [
-    ("rmsnorm", 4096, 131072, 4, 16),
-    ("rmsnorm", 4096, 131072, 8, 16),
-    ("rmsnorm", 2048, 262144, 8, 16),
-    ("softmax", 4096, 131072, 4, 16),
-    ("softmax", 4096, 131072, 8, 16),
-    ("softmax", 8192, 131072, 8, 16),
-    ("softmax", 2048, 262144, 8, 16),
+    ("rmsnorm", 4096, 131072, 4, 16, False),
+    ("rmsnorm", 4096, 131072, 8, 16, False),
+    ("rmsnorm", 2048, 262144, 8, 16, False),
+    ("softmax", 4096, 131072, 4, 16, False),
+    ("softmax", 4096, 131072, 8, 16, False),
+    ("softmax", 8192, 131072, 8, 16, False),
+    ("softmax", 2048, 262144, 8, 16, False),
+    ("rmsnorm", 8192, 65536, 4, 8, True),
+    ("rmsnorm", 8192, 65536, 8, 4, True),
+    ("rmsnorm", 4096, 131072, 4, 8, True),
+    ("rmsnorm", 4096, 131072, 8, 4, True),
+    ("rmsnorm", 4096, 131072, 8, 8, True),
+    ("rmsnorm", 2048, 262144, 8, 8, True),
+    ("rmsnorm", 2048, 262144, 8, 16, True),
+    ("rmsnorm", 2048, 262144, 16, 8, True),
+    ("softmax", 8192, 65536, 4, 8, True),
+    ("softmax", 8192, 65536, 8, 4, True),
+    ("softmax", 4096, 131072, 4, 8, True),
+    ("softmax", 4096, 131072, 8, 4, True),
+    ("softmax", 4096, 131072, 8, 8, True),
+    ("softmax", 8192, 131072, 8, 8, True),
+    ("softmax", 2048, 262144, 8, 8, True),
+    ("softmax", 2048, 262144, 8, 16, True),
+    ("softmax", 2048, 262144, 16, 8, True),
+    ("layernorm", 8192, 65536, 8, 4, True),
+    ("layernorm", 4096, 131072, 4, 8, True),
+    ("layernorm", 4096, 131072, 8, 4, True),
+    ("layernorm", 2048, 262144, 8, 8, True),
+    ("layernorm", 2048, 262144, 8, 16, True),
 ]
 
 
@@ -62,8 +91,11 @@ def allgather_asm(ctas: int, k: int) -> tuple[str, str]:
     for r in range(ctas):
         lines.append(f"mapa.shared::cluster.u32 %tilec_addr, {slot}, {r};")
         lines += [f"ld.shared::cluster.f32 ${j * ctas + r}, [%tilec_addr+{4 * j}];" for j in range(k)]
-    # no CTA leaves (and frees its slot) while a peer may still read it
-    lines += ["barrier.cluster.arrive.relaxed.aligned;", "barrier.cluster.wait.aligned;", "}"]
+    # no CTA leaves (and frees its slot) while a peer may still read it: release, so that this
+    # CTA's reads of its peers' slots are done before it arrives (a relaxed arrive let a CTA arrive
+    # with its reads in flight, and a peer that had left then faulted them: an unspecified launch
+    # failure once in a few launches)
+    lines += ["barrier.cluster.arrive.release.aligned;", "barrier.cluster.wait.acquire.aligned;", "}"]
     return "\n".join(lines), ",".join(["=f"] * (ctas * k) + ["f"] * k)
 
 
@@ -75,13 +107,13 @@ def split_layout(ctas: Any, num_warps: Any) -> Any:
 
 
 @gluon.jit
-def row_slices(ctas: gl.constexpr, width: gl.constexpr, num_warps: gl.constexpr):
-    """The cluster's row (its first element: one row a cluster) and each CTA's slice of it, as
-    offsets of a [ctas, width] tile whose row r lives in CTA r."""
+def row_slices(ctas: gl.constexpr, width: gl.constexpr, cols: gl.constexpr, num_warps: gl.constexpr):
+    """The cluster's row (its first element: one row a cluster) and the first `cols` of each CTA's
+    slice of `width` elements, as offsets of a [ctas, cols] tile whose row r lives in CTA r."""
     layout: gl.constexpr = split_layout(ctas, num_warps)
     row = gl.program_id(0)
     r = gl.arange(0, ctas, layout=gl.SliceLayout(1, layout))
-    c = gl.arange(0, width, layout=gl.SliceLayout(0, layout))
+    c = gl.arange(0, cols, layout=gl.SliceLayout(0, layout))
     offs = r[:, None] * width + c[None, :]
     return row.to(gl.int64) * (ctas * width), offs
 
@@ -97,7 +129,7 @@ def rmsnorm_cluster(
     constraints: gl.constexpr,
     num_warps: gl.constexpr,
 ):
-    start, offs = row_slices(ctas, width, num_warps)
+    start, offs = row_slices(ctas, width, width, num_warps)
     x = gl.load(x_ptr + start + offs).to(gl.float32)
     part = gl.sum(x * x, axis=1)  # within each CTA
     sums = gl.inline_asm_elementwise(asm, constraints, [part], dtype=[gl.float32] * ctas, is_pure=False, pack=1)
@@ -120,7 +152,7 @@ def softmax_cluster(
     constraints: gl.constexpr,
     num_warps: gl.constexpr,
 ):
-    start, offs = row_slices(ctas, width, num_warps)
+    start, offs = row_slices(ctas, width, width, num_warps)
     x = gl.load(x_ptr + start + offs).to(gl.float32)
     m = gl.max(x, axis=1)
     s = gl.sum(gl.exp2((x - m[:, None]) * LOG2E), axis=1)
@@ -135,17 +167,181 @@ def softmax_cluster(
     gl.store(out_ptr + start + offs, y.to(gl.bfloat16))
 
 
-KERNELS = {"rmsnorm": (rmsnorm_cluster, 1), "softmax": (softmax_cluster, 2)}
+# The slice in shared memory: CHUNKS buffers of [ctas, width / CHUNKS], one allocation each, held in
+# a tuple (Gluon in Triton 3.6 neither indexes nor slices a shared allocation split across a
+# cluster's CTAs: "non-trivial block dimension not supported")
+CHUNKS = gl.constexpr(8)
+
+
+@gluon.constexpr_function
+def split_shared(ctas: Any) -> Any:
+    """Shared memory for a [ctas, chunk] tile whose row r lives in CTA r (no swizzle: each thread
+    reads back what it copied, so no barrier is needed between the copy and the reads)."""
+    cga = [[1 << i, 0] for i in range(ctas.bit_length() - 1)]
+    return gl.SwizzledSharedLayout(1, 1, 1, [1, 0], cga_layout=cga)
+
+
+@gluon.jit
+def copy_slice(x_ptr, start, offs, ctas: gl.constexpr, width: gl.constexpr):
+    """All of this CTA's slice of the row on its way into shared memory at once: cp.async, one
+    commit group a chunk, in order (the reader waits for chunk i with wait_group(CHUNKS - 1 - i))."""
+    chunk: gl.constexpr = width // CHUNKS
+    layout: gl.constexpr = split_shared(ctas)
+    bufs = (
+        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
+        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
+        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
+        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
+        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
+        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
+        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
+        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
+    )
+    for i in gl.static_range(CHUNKS):
+        async_copy.async_copy_global_to_shared(bufs[i], x_ptr + start + offs + i * chunk)
+        async_copy.commit_group()
+    return bufs
+
+
+@gluon.jit
+def rmsnorm_cluster_smem(
+    x_ptr,
+    w_ptr,
+    out_ptr,
+    ctas: gl.constexpr,
+    width: gl.constexpr,
+    asm: gl.constexpr,
+    constraints: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    chunk: gl.constexpr = width // CHUNKS
+    layout: gl.constexpr = split_layout(ctas, num_warps)
+    start, offs = row_slices(ctas, width, chunk, num_warps)
+    bufs = copy_slice(x_ptr, start, offs, ctas, width)
+    acc = gl.zeros([ctas, chunk], gl.float32, layout)
+    for i in gl.static_range(CHUNKS):  # each chunk as it arrives
+        async_copy.wait_group(CHUNKS - 1 - i)
+        x = bufs[i].load(layout).to(gl.float32)
+        acc += x * x
+    part = gl.sum(acc, axis=1)
+    sums = gl.inline_asm_elementwise(asm, constraints, [part], dtype=[gl.float32] * ctas, is_pure=False, pack=1)
+    total = sums[0]
+    for i in gl.static_range(1, ctas):
+        total += sums[i]
+    rstd = gl.rsqrt(total / (ctas * width) + 1e-6)
+    for i in gl.static_range(CHUNKS):
+        x = bufs[i].load(layout).to(gl.float32)
+        w = gl.load(w_ptr + offs + i * chunk).to(gl.float32)
+        y = (x * rstd[:, None]).to(gl.bfloat16).to(gl.float32) * w
+        gl.store(out_ptr + start + offs + i * chunk, y.to(gl.bfloat16))
+
+
+@gluon.jit
+def softmax_cluster_smem(
+    x_ptr,
+    out_ptr,
+    ctas: gl.constexpr,
+    width: gl.constexpr,
+    asm: gl.constexpr,
+    constraints: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    chunk: gl.constexpr = width // CHUNKS
+    layout: gl.constexpr = split_layout(ctas, num_warps)
+    start, offs = row_slices(ctas, width, chunk, num_warps)
+    bufs = copy_slice(x_ptr, start, offs, ctas, width)
+    top = gl.full([ctas, chunk], float("-inf"), gl.float32, layout)
+    for i in gl.static_range(CHUNKS):
+        async_copy.wait_group(CHUNKS - 1 - i)
+        top = gl.maximum(top, bufs[i].load(layout).to(gl.float32))
+    m = gl.max(top, axis=1)
+    acc = gl.zeros([ctas, chunk], gl.float32, layout)
+    for i in gl.static_range(CHUNKS):  # from shared memory again
+        acc += gl.exp2((bufs[i].load(layout).to(gl.float32) - m[:, None]) * LOG2E)
+    s = gl.sum(acc, axis=1)
+    g = gl.inline_asm_elementwise(asm, constraints, [m, s], dtype=[gl.float32] * (2 * ctas), is_pure=False, pack=1)
+    gm = g[0]
+    for i in gl.static_range(1, ctas):
+        gm = gl.maximum(gm, g[i])
+    gs = g[ctas] * gl.exp2((g[0] - gm) * LOG2E)
+    for i in gl.static_range(1, ctas):
+        gs += g[ctas + i] * gl.exp2((g[i] - gm) * LOG2E)
+    for i in gl.static_range(CHUNKS):
+        y = gl.exp2((bufs[i].load(layout).to(gl.float32) - gm[:, None]) * LOG2E) / gs[:, None]
+        gl.store(out_ptr + start + offs + i * chunk, y.to(gl.bfloat16))
+
+
+@gluon.jit
+def layernorm_cluster_smem(
+    x_ptr,
+    w_ptr,
+    b_ptr,
+    out_ptr,
+    ctas: gl.constexpr,
+    width: gl.constexpr,
+    asm: gl.constexpr,
+    constraints: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    """Each CTA's mean and sum of squared deviations over its slice (two passes over shared
+    memory), combined over the cluster as Chan et al. combine equal-sized parts: the mean of the
+    means, and the sums plus width * (mean_k - mean)^2 each."""
+    chunk: gl.constexpr = width // CHUNKS
+    layout: gl.constexpr = split_layout(ctas, num_warps)
+    start, offs = row_slices(ctas, width, chunk, num_warps)
+    bufs = copy_slice(x_ptr, start, offs, ctas, width)
+    acc = gl.zeros([ctas, chunk], gl.float32, layout)
+    for i in gl.static_range(CHUNKS):
+        async_copy.wait_group(CHUNKS - 1 - i)
+        acc += bufs[i].load(layout).to(gl.float32)
+    mean = gl.sum(acc, axis=1) / width
+    acc = gl.zeros([ctas, chunk], gl.float32, layout)
+    for i in gl.static_range(CHUNKS):
+        d = bufs[i].load(layout).to(gl.float32) - mean[:, None]
+        acc += d * d
+    g = gl.inline_asm_elementwise(
+        asm, constraints, [mean, gl.sum(acc, axis=1)], dtype=[gl.float32] * (2 * ctas), is_pure=False, pack=1
+    )
+    gm = g[0]
+    for i in gl.static_range(1, ctas):
+        gm += g[i]
+    gm = gm / ctas
+    m2 = g[ctas] + width * (g[0] - gm) * (g[0] - gm)
+    for i in gl.static_range(1, ctas):
+        m2 += g[ctas + i] + width * (g[i] - gm) * (g[i] - gm)
+    rstd = gl.rsqrt(m2 / (ctas * width) + 1e-6)
+    for i in gl.static_range(CHUNKS):
+        x = bufs[i].load(layout).to(gl.float32)
+        w = gl.load(w_ptr + offs + i * chunk).to(gl.float32)
+        b = gl.load(b_ptr + offs + i * chunk).to(gl.float32)
+        y = (x - gm[:, None]) * rstd[:, None] * w + b
+        gl.store(out_ptr + start + offs + i * chunk, y.to(gl.bfloat16))
+
+
+# op -> (the slice in registers, in shared memory, the partials a CTA exchanges)
+KERNELS = {
+    "rmsnorm": (rmsnorm_cluster, rmsnorm_cluster_smem, 1),
+    "softmax": (softmax_cluster, softmax_cluster_smem, 2),
+    "layernorm": (None, layernorm_cluster_smem, 2),
+}
+POINTERS = {"rmsnorm": ["x_ptr", "w_ptr", "out_ptr"], "softmax": ["x_ptr", "out_ptr"]}
+
+
+def kernel(op: str, shared: bool) -> Any:
+    jit = KERNELS[op][1 if shared else 0]
+    if jit is None:
+        raise ValueError(f"no {op} kernel with the slice in registers")
+    return jit
 
 
 def constexprs(op: str, n: int, ctas: int, num_warps: int) -> dict[str, Any]:
     if n % ctas or (n // ctas) & (n // ctas - 1):
         raise ValueError(f"{n} elements do not split into {ctas} power-of-two slices")
-    asm, cons = allgather_asm(ctas, KERNELS[op][1])
+    asm, cons = allgather_asm(ctas, KERNELS[op][2])
     return {"ctas": ctas, "width": n // ctas, "asm": asm, "constraints": cons, "num_warps": num_warps}
 
 
-def compile_report(op: str, n: int, ctas: int, num_warps: int, arch: str) -> dict[str, Any]:
+def compile_report(op: str, n: int, ctas: int, num_warps: int, shared: bool, arch: str) -> dict[str, Any]:
     """Compiles without a GPU; the resources and the cluster instructions the PTX holds."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -153,13 +349,12 @@ def compile_report(op: str, n: int, ctas: int, num_warps: int, arch: str) -> dic
 
     from tilec.emit.aot import cubin_registers, ptxas_report
 
-    kernel, _ = KERNELS[op]
-    pointers = ["x_ptr", "w_ptr", "out_ptr"] if op == "rmsnorm" else ["x_ptr", "out_ptr"]
+    pointers = POINTERS.get(op, ["x_ptr", "w_ptr", "b_ptr", "out_ptr"])
     cx = constexprs(op, n, ctas, num_warps)
     signature = {p: "*bf16" for p in pointers} | {name: "constexpr" for name in cx}
     attrs = {(i,): [["tt.divisibility", 16]] for i in range(len(pointers))}
     number = int(arch.removeprefix("sm_"))
-    source = GluonASTSource(kernel, signature, constexprs=cx, attrs=attrs)
+    source = GluonASTSource(kernel(op, shared), signature, constexprs=cx, attrs=attrs)
     k = triton.compile(source, target=GPUTarget("cuda", number, 32), options={"num_warps": num_warps, "num_ctas": ctas})
     ptx = k.asm["ptx"]
     return {
@@ -167,48 +362,53 @@ def compile_report(op: str, n: int, ctas: int, num_warps: int, arch: str) -> dic
         "n": n,
         "ctas": ctas,
         "num_warps": num_warps,
+        "slice_in_shared": shared,
+        "shared_bytes": k.metadata.shared,
         "registers": cubin_registers(k.asm["cubin"]),
         **ptxas_report(ptx, number),
         "cluster": f".reqnctapercluster {ctas}" in ptx,
         "dsmem": "mapa.shared::cluster" in ptx and "ld.shared::cluster" in ptx,
         "cluster_barrier": "barrier.cluster.wait" in ptx,
-        "vector_loads": "ld.global.v4" in ptx or "ld.global.nc.v4" in ptx,
+        "vector_loads": any(v in ptx for v in ("ld.global.v4", "ld.global.nc.v4", "cp.async.cg.shared.global")),
     }
 
 
-def reference(op: str, x: Any, w: Any) -> Any:
+def reference(op: str, x: Any, w: Any, b: Any) -> Any:
     """What the kernels compute, in torch (stock torch.compile compiles it)."""
     import torch
 
     if op == "softmax":
         return torch.softmax(x.float(), -1).to(x.dtype)
+    if op == "layernorm":
+        return torch.nn.functional.layer_norm(x.float(), x.shape[-1:], w.float(), b.float(), EPS).to(x.dtype)
     xf = x.float()
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS)).to(x.dtype) * w
 
 
-def checked(op: str, m: int, n: int, ctas: int, num_warps: int) -> tuple[Any, Any, Any]:
+def checked(op: str, m: int, n: int, ctas: int, num_warps: int, shared: bool = False) -> tuple[Any, tuple[Any, ...]]:
     """Random bf16 inputs, a launch of the cluster kernel on them, and its output checked against an
-    fp32 reference: (the launch, x, w)."""
+    fp32 reference: (the launch, (x, w, b))."""
     import torch
 
     from tilec.testing import assert_close
 
-    kernel, _ = KERNELS[op]
+    jit = kernel(op, shared)
     cx = {k: v for k, v in constexprs(op, n, ctas, num_warps).items() if k != "num_warps"}
     x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
-    w = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    w, b = (torch.randn(n, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     out = torch.full_like(x, float("nan"))
-    args = (x, w, out) if op == "rmsnorm" else (x, out)
+    args = {"rmsnorm": (x, w, out), "softmax": (x, out)}.get(op, (x, w, b, out))
 
     def launch() -> None:
-        kernel[(m,)](*args, **cx, num_warps=num_warps, num_ctas=ctas)  # the grid counts clusters
+        jit[(m,)](*args, **cx, num_warps=num_warps, num_ctas=ctas)  # the grid counts clusters
 
     launch()
-    assert_close(out, reference(op, x.float(), w.float()), torch.bfloat16, what=f"{op} {m}x{n} over {ctas} CTAs")
-    return launch, x, w
+    what = f"{op} {m}x{n} over {ctas} CTAs" + (", the slices in shared memory" if shared else "")
+    assert_close(out, reference(op, x.float(), w.float(), b.float()), torch.bfloat16, what=what)
+    return launch, (x, w, b)
 
 
-def run(op: str, m: int, n: int, ctas: int, num_warps: int) -> dict[str, Any]:
+def run(op: str, m: int, n: int, ctas: int, num_warps: int, shared: bool) -> dict[str, Any]:
     """Checks the kernel against an fp32 reference, then times it, stock torch.compile and a copy."""
     import functools
 
@@ -216,19 +416,20 @@ def run(op: str, m: int, n: int, ctas: int, num_warps: int) -> dict[str, Any]:
 
     from tilec.runtime.timing import device_ms
 
-    ours, x, w = checked(op, m, n, ctas, num_warps)
+    ours, inputs = checked(op, m, n, ctas, num_warps, shared)
     stock = torch.compile(functools.partial(reference, op), dynamic=False)
-    stock(x, w)
+    stock(*inputs)
     # the model bytes: x read, the output written; a copy of x reads and writes as many
     src = torch.empty(m * n, device="cuda", dtype=torch.bfloat16)
     dst = torch.empty_like(src)
     copy = device_ms(lambda: dst.copy_(src))
-    ms, stock_ms = device_ms(ours), device_ms(lambda: stock(x, w))
+    ms, stock_ms = device_ms(ours), device_ms(lambda: stock(*inputs))
     return {
         "op": op,
         "shape": f"{m}x{n}",
         "ctas": ctas,
         "num_warps": num_warps,
+        "slice_in_shared": shared,
         "ms": ms,
         "stock_ms": stock_ms,
         "copy_ms": copy,
@@ -240,21 +441,24 @@ def run(op: str, m: int, n: int, ctas: int, num_warps: int) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--compile", metavar="ARCH", help="compile every case for ARCH (sm_90) and print JSON lines")
+    p.add_argument("--ops", default=",".join(KERNELS), help="ops to run, comma-separated (default: all)")
     args = p.parse_args(argv)
+    cases = [case for case in CASES if case[0] in args.ops.split(",")]
     if args.compile:
-        for op, _, n, ctas, warps in CASES:
-            print(json.dumps(compile_report(op, n, ctas, warps, args.compile)), flush=True)
+        for op, _, n, ctas, warps, shared in cases:
+            print(json.dumps(compile_report(op, n, ctas, warps, shared, args.compile)), flush=True)
         return 0
     import torch
     import triton
 
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}\n")
-    print("| op | MxN | CTAs a row | ms | % of copy | stock ms | stock % of copy |")
-    print("|---|---|---|---|---|---|---|")
-    for case in CASES:
+    print("| op | MxN | CTAs a row | warps | slice in | ms | % of copy | stock ms | stock % of copy |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for case in cases:
         r = run(*case)
+        where = "shared" if r["slice_in_shared"] else "registers"
         print(
-            f"| {r['op']} | {r['shape']} | {r['ctas']} | {r['ms']:.4f} | {r['pct_of_copy']:.1f} | "
+            f"| {r['op']} | {r['shape']} | {r['ctas']} | {r['num_warps']} | {where} | {r['ms']:.4f} | {r['pct_of_copy']:.1f} | "
             f"{r['stock_ms']:.4f} | {r['stock_pct_of_copy']:.1f} |",
             flush=True,
         )

@@ -1,7 +1,9 @@
 """On the GPU: bench/cluster.py's kernels — each row split across a thread-block cluster of 4 or 8
-CTAs, the partial statistics exchanged through distributed shared memory — equal an fp32
-reference over every element (RMSNorm, softmax; rows of 131072 and 262144 bf16 elements): a CTA
-that combined other statistics than its peers would normalize its slice of the row wrongly."""
+CTAs, the partial statistics exchanged through distributed shared memory, each CTA's slice of the
+row in its registers or in its shared memory — equal an fp32 reference over every element
+(RMSNorm, softmax, LayerNorm; rows of 65536 to 262144 bf16 elements, clusters of 4 to 16): a CTA that combined other statistics
+than its peers would normalize its slice of the row wrongly, one that read a chunk of shared memory
+before its copy landed would too."""
 
 from __future__ import annotations
 
@@ -16,11 +18,20 @@ def cluster():
     return load("cluster")
 
 
-@pytest.mark.parametrize("op", ["rmsnorm", "softmax"])
-@pytest.mark.parametrize(("n", "ctas"), [(131072, 4), (131072, 8), (262144, 8)])
-def test_a_row_split_across_a_cluster_equals_the_reference(cluster, op: str, n: int, ctas: int) -> None:
+IN_REGISTERS = [(131072, 4, 16, False), (131072, 8, 16, False), (262144, 8, 16, False)]
+IN_SHARED = [(65536, 4, 8, True), (131072, 8, 4, True), (262144, 8, 8, True), (262144, 16, 8, True)]
+
+
+@pytest.mark.parametrize(
+    ("op", "n", "ctas", "warps", "shared"),
+    [(op, *case) for op in ("rmsnorm", "softmax") for case in IN_REGISTERS + IN_SHARED]
+    + [("layernorm", *case) for case in IN_SHARED],
+)
+def test_a_row_split_across_a_cluster_equals_the_reference(
+    cluster, op: str, n: int, ctas: int, warps: int, shared: bool
+) -> None:
     from gpu_support import hopper
 
     if not hopper():
         pytest.skip("thread-block clusters need Hopper or newer")
-    cluster.checked(op, 37, n, ctas, 16)
+    cluster.checked(op, 37, n, ctas, warps, shared)
