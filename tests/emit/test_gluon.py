@@ -44,6 +44,18 @@ def test_reference_kernels_compile(name: str, arch: str) -> None:
         assert report.num_warps == 8  # 4 default warps + 1 producer, padded to a warp group
 
 
+@pytest.mark.parametrize("arch", ["sm_90", "sm_100"])
+def test_a_cluster_kernel_compiles_with_its_exchange(arch: str) -> None:
+    """rmsnorm_cluster.tile (a row split across a cluster of 4 CTAs): launched as clusters of 4,
+    the exchange of `tile.cluster_gather` (the peers' shared memory read between cluster barriers)
+    in the PTX, nothing spilled."""
+    module = emit_gluon(kernel_for("rmsnorm_cluster"))  # type: ignore[arg-type]
+    assert "num_ctas=4" in module.source and "cga_layout=[[1, 0], [2, 0]]" in module.source
+    report = check_compile(module, arch)
+    assert report.ok, report.error + "\n" + report.detail
+    assert report.num_ctas == 4 and report.cluster_exchange and report.spills == 0, report.summary()
+
+
 def test_compile_failure_is_reported_not_raised() -> None:
     module = emit_gluon(kernel_for("rmsnorm_tma"))  # type: ignore[arg-type]
     module.source = module.source.replace("gl.sum(", "gl.no_such_reduction(")

@@ -299,6 +299,8 @@ def test_refuses_unplanned_and_hopper_only_ir() -> None:
         emit_triton(parse((KERNELS / "rmsnorm_logical.tile").read_text()))
     with pytest.raises(EmitError, match="TMA descriptor"):
         emit_triton(parse((KERNELS / "rmsnorm_tma.tile").read_text()))
+    with pytest.raises(EmitError, match="launches clusters of 4 CTAs; the Triton emitter prints one CTA a program"):
+        emit_triton(parse((KERNELS / "rmsnorm_cluster.tile").read_text()))
 
 
 def test_bf16_results_round_with_the_conversion_instruction_on_a_gpu(tmp_path: Path) -> None:

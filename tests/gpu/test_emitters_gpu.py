@@ -65,6 +65,32 @@ def rmsnorm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
 
 
+@pytest.mark.skipif(not hopper(), reason="thread-block clusters need Hopper or newer")
+@pytest.mark.parametrize("width", [1024, 8192])
+@pytest.mark.parametrize("rows", [1, 5, 131, 4099])
+def test_a_row_split_over_a_cluster_equals_eager(width: int, rows: int) -> None:
+    """rmsnorm_cluster.tile: each row over a cluster of 4 CTAs (launched as clusters: the grid
+    counts them), the partial sums exchanged by `tile.cluster_gather`. Launched as the hook
+    launches a kernel it took, three times: through Triton (compiling it), then the compiled
+    kernel directly, then its bound C launcher — each path must launch clusters."""
+    from tilec.emit.gluon import emit_gluon
+    from tilec.runtime.launch import load_kernel
+
+    kernel = parse((KERNELS / "rmsnorm_cluster.tile").read_text()).kernels[0]
+    kernel.constexprs["W"] = width
+    taken = load_kernel("rmsnorm_cluster", emit_gluon(kernel).source, "gluon", order=[0, 1, 2, 3])
+    cols = 4 * width
+    x = torch.randn(rows, cols, device="cuda").to(torch.bfloat16)
+    w = torch.randn(cols, device="cuda").to(torch.bfloat16)
+    expected = (rmsnorm(x, torch.ones_like(w)).to(torch.bfloat16).float() * w.float()).cpu()
+    for _ in range(3):
+        y = torch.full_like(x, float("nan"))
+        taken.run(x, w, y, rows, stream=torch.cuda.current_stream().cuda_stream)
+        torch.cuda.synchronize()
+        assert_close(y.float().cpu(), expected, torch.bfloat16, what=f"rmsnorm_cluster {rows}x{cols}")
+    assert taken.launches["primary"] == 3
+
+
 @pytest.mark.skipif(not hopper(), reason="Gluon with TMA needs Hopper or newer")
 @pytest.mark.parametrize("name,cols", [("rmsnorm_tma", 256), ("rmsnorm_ring", 1024), ("rmsnorm_ws", 1024)])
 @pytest.mark.parametrize("rows", [1, 2, 5, 131, 4099])

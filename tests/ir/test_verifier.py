@@ -8,6 +8,11 @@ from tilec.ir import ParseError, VerifyError, parse, verify
 
 BL = "#bl = #blocked<size_per_thread = [1, 1], threads_per_warp = [1, 32], warps_per_cta = [4, 1], order = [1, 0]>\n"
 SH = "#sh = #nvmma_shared<swizzle_byte_width = 0, element_bitwidth = 16, rank = 2>\n"
+# [4, N] tiles whose row r lives in CTA r of a cluster of 4, and their rows' values (#s)
+CLUSTER = (
+    "#c = #blocked<size_per_thread = [1, 1], threads_per_warp = [1, 32], warps_per_cta = [1, 4], "
+    "order = [1, 0], cga_layout = [[1, 0], [2, 0]]>\n#s = #slice<dim = 1, parent = #c>\n"
+)
 
 
 def kernel(body: str, params: str = "%x: ptr<f32>", attrs: str = "grid = [1]", header: str = "") -> str:
@@ -231,6 +236,50 @@ CASES = {
     "mask-dtype": (
         kernel("  %z = tile.constant {value = 0} : i32\n  %v = tile.load %x, %z, %z : f32"),
         "mask must have dtype i1, got i32",
+    ),
+    "num-ctas-not-a-power-of-two": (kernel("", attrs="grid = [1], num_ctas = 3"), "num_ctas must be a power of two"),
+    "num-ctas-past-16": (kernel("", attrs="grid = [1], num_ctas = 32"), "from 1 to 16, got 32"),
+    "cga-basis-two-dims": (
+        "#c = #blocked<size_per_thread = [1, 1], threads_per_warp = [1, 32], warps_per_cta = [1, 4], "
+        "order = [1, 0], cga_layout = [[1, 1]]>\n" + kernel(""),
+        "a cga_layout basis moves one dimension by a power of two",
+    ),
+    "cga-basis-rank": (
+        "#c = #blocked<size_per_thread = [1, 1], threads_per_warp = [1, 32], warps_per_cta = [1, 4], "
+        "order = [1, 0], cga_layout = [[1]]>\n" + kernel(""),
+        "each cga_layout basis needs 2 entries",
+    ),
+    "layout-ctas-not-the-kernels": (
+        CLUSTER + kernel("  %r = tile.arange {end = 4} : tile<[4], i32, #s>", attrs="grid = [1], num_warps = 4"),
+        "spans 4 CTAs, but the kernel launches 1 a program (num_ctas)",
+    ),
+    "cluster-gather-one-cta": (
+        kernel(
+            "  %r = tile.arange {end = 4} : tile<[4], i32, #bl1>\n"
+            "  %a, %b, %c, %d = tile.cluster_gather %r : " + ", ".join(["tile<[4], i32, #bl1>"] * 4),
+            attrs="grid = [1], num_warps = 4",
+            header="#bl1 = #blocked<size_per_thread = [1], threads_per_warp = [32], warps_per_cta = [4], order = [0]>\n",
+        ),
+        "each operand holds one element per CTA",
+    ),
+    "cluster-gather-results": (
+        CLUSTER
+        + kernel(
+            "  %r = tile.arange {end = 4} : tile<[4], i32, #s>\n"
+            "  %a, %b = tile.cluster_gather %r : tile<[4], i32, #s>, tile<[4], i32, #s>",
+            attrs="grid = [1], num_warps = 4, num_ctas = 4",
+        ),
+        "has 2 results, expected 4",
+    ),
+    "cluster-gather-width": (
+        CLUSTER
+        + kernel(
+            "  %r = tile.arange {end = 4} : tile<[4], i32, #s>\n"
+            "  %h = tile.cast %r : tile<[4], f16, #s>\n"
+            "  %a, %b, %c, %d = tile.cluster_gather %h : " + ", ".join(["tile<[4], f16, #s>"] * 4),
+            attrs="grid = [1], num_warps = 4, num_ctas = 4",
+        ),
+        "exchanges 32-bit values, got f16",
     ),
 }
 

@@ -100,6 +100,8 @@ def compile_module(path: str, arch_name: str) -> dict[str, Any]:
     options: dict[str, Any] = {"num_warps": module.NUM_WARPS}
     if getattr(module, "MAXNREG", None) is not None:  # the Gluon emitter's register cap
         options["maxnreg"] = module.MAXNREG
+    if getattr(module, "NUM_CTAS", 1) != 1:  # a thread-block cluster a program
+        options["num_ctas"] = module.NUM_CTAS
     if getattr(module.KERNEL, "debug", None):  # a kernel with asserts compiles them
         options["debug"] = True
     k = triton.compile(source, target=GPUTarget("cuda", arch, 32), options=options)
@@ -112,6 +114,9 @@ def compile_module(path: str, arch_name: str) -> dict[str, Any]:
         **report,
         "shared_bytes": int(k.metadata.shared),
         "num_warps": int(k.metadata.num_warps),
+        "num_ctas": int(k.metadata.num_ctas),
+        # a cluster kernel's exchange: the peers' shared memory read between cluster barriers
+        "cluster_exchange": "ld.shared::cluster" in k.asm["ptx"] and "barrier.cluster.wait" in k.asm["ptx"],
     }
 
 

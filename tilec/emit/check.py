@@ -27,6 +27,8 @@ class CompileReport:
     stack_bytes: int = 0
     shared_bytes: int = 0
     num_warps: int = 0
+    num_ctas: int = 1
+    cluster_exchange: bool = False
     error: str = ""
     detail: str = ""
 
@@ -36,6 +38,7 @@ class CompileReport:
         return (
             f"{self.arch}: {self.registers} registers, {self.spills} spilled words ({self.stack_bytes} bytes of stack), "
             f"{self.shared_bytes} bytes of shared memory, {self.num_warps} warps"
+            + (f", clusters of {self.num_ctas} CTAs" if self.num_ctas > 1 else "")
         )
 
 
@@ -76,6 +79,8 @@ def check_compile(module: GluonModule | TritonModule, arch: str = "sm_90", timeo
         stack_bytes=int(data.get("stack_bytes", 0)),
         shared_bytes=int(data.get("shared_bytes", 0)),
         num_warps=int(data.get("num_warps", 0)),
+        num_ctas=int(data.get("num_ctas", 1)),
+        cluster_exchange=bool(data.get("cluster_exchange", False)),
         error=str(data.get("error", "")),
         detail=str(data.get("detail", "")),
     )

@@ -37,9 +37,11 @@ from tilec.emit.common import (
 from tilec.emit.gluon_api import gluon_api
 from tilec.emit.python import HELPERS, PythonEmitter
 from tilec.ir.core import Kernel, Module, Operation, Value
+from tilec.ir.dtypes import DType
 from tilec.ir.expr import evaluate
 from tilec.ir.layouts import BlockedLayout, Layout, NVMMASharedLayout, SliceLayout, SwizzledSharedLayout
 from tilec.ir.ops import (
+    ClusterGatherOp,
     MBarrierOp,
     MBarrierWaitOp,
     SmemIndexOp,
@@ -56,7 +58,14 @@ from tilec.ir.target import DEFAULT
 from tilec.ir.types import MBarrierType, PointerType, SharedBufferType, TensorDescType, TileType
 from tilec.ir.verify import verify
 
-RESERVED = set(LAUNCHER_NAMES) | {"descriptors", "MAXNREG", "TensorDescriptor", "fence_async_shared", "descs"}
+RESERVED = set(LAUNCHER_NAMES) | {
+    "descriptors",
+    "MAXNREG",
+    "NUM_CTAS",
+    "TensorDescriptor",
+    "fence_async_shared",
+    "descs",
+}
 
 
 @dataclass
@@ -70,11 +79,15 @@ class GluonModule:
     maxnreg: int | None = None
 
 
+def _cga(bases: tuple[tuple[int, ...], ...]) -> str:
+    return f", cga_layout={[list(b) for b in bases]}" if bases else ""
+
+
 def layout_constructor(layout: Layout, names: dict[Layout, str]) -> str:
     if isinstance(layout, BlockedLayout):
         return (
             f"gl.BlockedLayout({list(layout.size_per_thread)}, {list(layout.threads_per_warp)}, "
-            f"{list(layout.warps_per_cta)}, {list(layout.order)})"
+            f"{list(layout.warps_per_cta)}, {list(layout.order)}{_cga(layout.cga_layout)})"
         )
     if isinstance(layout, SliceLayout):
         return f"gl.SliceLayout({layout.dim}, {names.get(layout.parent) or layout_constructor(layout.parent, names)})"
@@ -85,7 +98,10 @@ def layout_constructor(layout: Layout, names: dict[Layout, str]) -> str:
             f"element_bitwidth={layout.element_bitwidth}, rank={layout.rank}{extra})"
         )
     if isinstance(layout, SwizzledSharedLayout):
-        return f"gl.SwizzledSharedLayout({layout.vec}, {layout.per_phase}, {layout.max_phase}, {list(layout.order)})"
+        return (
+            f"gl.SwizzledSharedLayout({layout.vec}, {layout.per_phase}, {layout.max_phase}, {list(layout.order)}"
+            f"{_cga(layout.cga_layout)})"
+        )
     raise EmitError(f"no Gluon form for layout {layout!r}")
 
 
@@ -103,6 +119,7 @@ class GluonEmitter(PythonEmitter):
             self.layout_names[layout] = self.names.fresh(alias[1:].upper())
         self.api = gluon_api()
         self.partitions: list[str] = []  # emitted partition functions
+        self.constants: dict[str, str] = {}  # module-level constexprs (name -> value source)
         self.check_launchable()
 
     # -- layouts
@@ -166,6 +183,7 @@ class GluonEmitter(PythonEmitter):
             f"{name} = gl.constexpr({layout_constructor(layout, self.layout_names)})"
             for layout, name in self.layout_names.items()
         ]
+        layouts += [f"{name} = gl.constexpr({value})" for name, value in self.constants.items()]
         parts = [
             "\n".join(header),
             "\n".join(layouts),
@@ -216,6 +234,8 @@ class GluonEmitter(PythonEmitter):
         options = [f"num_warps={k.launch.num_warps}"]
         if k.launch.maxnreg is not None:
             options.append(f"maxnreg={k.launch.maxnreg}")
+        if k.launch.num_ctas != 1:  # the grid counts clusters
+            options.append(f"num_ctas={k.launch.num_ctas}")
         return "\n".join(
             [
                 f"KERNEL = {self.kname}",
@@ -224,6 +244,7 @@ class GluonEmitter(PythonEmitter):
                 f"DIVISIBLE = {divisible!r}",
                 f"NUM_WARPS = {k.launch.num_warps}",
                 f"MAXNREG = {k.launch.maxnreg}",
+                f"NUM_CTAS = {k.launch.num_ctas}",
                 "",
                 "",
                 f"def GRID({lead}num_sms=1):  # noqa: N802",
@@ -353,6 +374,48 @@ def _cta_barrier(e: GluonEmitter, o: Operation, d: int) -> None:
     e.emit(d, f"{e.api.cta_barrier}()", o)
 
 
+def cluster_gather_asm(ctas: int, dtypes: list[DType]) -> tuple[str, str]:
+    """Inline PTX giving every CTA of a cluster every CTA's value of each operand (one 32-bit
+    value a thread each; all of a CTA's threads hold the same ones), and its constraints. Outputs
+    $0..$(k*ctas-1), value i of CTA r at $(i*ctas + r); inputs: this CTA's k values. Each CTA
+    stores its values to a shared-memory slot; a cluster barrier (release, acquire) makes them
+    visible; `mapa` + `ld.shared::cluster` read every peer's slot; a second release/acquire
+    barrier keeps every slot alive until all peers have read it — release, so that a CTA's reads
+    are done before it arrives (a peer that leaves while a read of its slot is in flight faults)."""
+    k = len(dtypes)
+    slot = "tilec_cluster_slot"
+    lines = ["{", ".reg .b32 %tilec_addr;", f".shared .align 16 .b32 {slot}[{k}];"]
+    lines += [f"st.shared.b32 [{slot}+{4 * i}], ${ctas * k + i};" for i in range(k)]
+    lines += ["barrier.cluster.arrive.release.aligned;", "barrier.cluster.wait.acquire.aligned;"]
+    for r in range(ctas):
+        lines.append(f"mapa.shared::cluster.u32 %tilec_addr, {slot}, {r};")
+        lines += [f"ld.shared::cluster.b32 ${i * ctas + r}, [%tilec_addr+{4 * i}];" for i in range(k)]
+    lines += ["barrier.cluster.arrive.release.aligned;", "barrier.cluster.wait.acquire.aligned;", "}"]
+    code = ["f" if dt.is_float else "r" for dt in dtypes]
+    constraints = [f"={c}" for c in code for _ in range(ctas)] + code
+    return "\n".join(lines), ",".join(constraints)
+
+
+def _cluster_gather(e: GluonEmitter, o: Operation, d: int) -> None:
+    assert isinstance(o, ClusterGatherOp)
+    ctas = e.k.launch.num_ctas
+    dtypes = [v.type.dtype for v in o.values]  # type: ignore[attr-defined]
+    asm, constraints = cluster_gather_asm(ctas, dtypes)
+    name = next(
+        (n for n, v in e.constants.items() if v == repr(asm) and e.constants.get(f"{n}_C") == repr(constraints)), None
+    )
+    if name is None:  # one constant a form of the exchange
+        name = e.fresh("CLUSTER_GATHER")
+        e.constants[name] = repr(asm)
+        e.constants[f"{name}_C"] = repr(constraints)
+    out = ", ".join(e.dtype(dt) for dt in dtypes for _ in range(ctas))
+    call = (
+        f"gl.inline_asm_elementwise({name}, {name}_C, [{', '.join(e.n(v) for v in o.values)}], "
+        f"dtype=[{out}], is_pure=False, pack=1)"
+    )
+    e.emit(d, f"{', '.join(e.n(r) for r in o.results)} = {call}", o)
+
+
 def _warp_specialize(e: GluonEmitter, o: Operation, d: int) -> None:
     assert isinstance(o, WarpSpecializeOp)
     entries = []
@@ -392,6 +455,7 @@ GluonEmitter.handlers = {
     "tile.mbarrier_invalidate": _mbarrier_invalidate,
     "tile.fence_async_shared": _fence,
     "tile.cta_barrier": _cta_barrier,
+    "tile.cluster_gather": _cluster_gather,
     "tile.warp_specialize": _warp_specialize,
 }
 

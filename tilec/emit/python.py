@@ -16,6 +16,7 @@ from tilec.emit.common import RESERVED as PY_RESERVED
 from tilec.emit.common import EmitError, PyNames, py_float
 from tilec.ir.core import Block, Kernel, Operation, Value
 from tilec.ir.dtypes import DType
+from tilec.ir.expr import Expr, evaluate
 from tilec.ir.layouts import Layout
 from tilec.ir.ops import (
     ELEMENTWISE_OPS,
@@ -486,7 +487,10 @@ def _num_programs(e: PythonEmitter, o: Operation, d: int) -> None:
 def _constant(e: PythonEmitter, o: Operation, d: int) -> None:
     dt = o.result.type
     assert isinstance(dt, DType)
-    e.assign(o, e.literal(o.attr("value"), dt), d)
+    value = o.attr("value")
+    if isinstance(value, Expr):  # over constexprs (`W * 4`): bound by the time a kernel is printed
+        value = evaluate(value, e.k.bound_constexprs())
+    e.assign(o, e.literal(value, dt), d)
 
 
 @op("tile.full")
@@ -501,7 +505,9 @@ def _arange(e: PythonEmitter, o: Operation, d: int) -> None:
     start = o.attr("start")
     t = o.result.type
     assert isinstance(t, TileType)
-    e.assign(o, f"{e.L}.arange({start}, {start + t.shape[0]}{e.with_layout(t)})", d)  # type: ignore[operator]
+    n = t.shape[0]
+    end = start + n if isinstance(n, int) else (f"{n}" if start == 0 else f"{start} + {n}")  # n: a constexpr
+    e.assign(o, f"{e.L}.arange({start}, {end}{e.with_layout(t)})", d)
 
 
 @op("tile.broadcast")

@@ -48,6 +48,12 @@ class TritonEmitter(PythonEmitter):
 
     def __init__(self, kernel: Kernel) -> None:
         require_planned(kernel, "Triton")
+        if kernel.launch.num_ctas != 1:
+            raise EmitError(
+                f"kernel @{kernel.name} launches clusters of {kernel.launch.num_ctas} CTAs; the Triton emitter "
+                "prints one CTA a program (use the Gluon emitter)",
+                kernel.loc,
+            )
         super().__init__(kernel, RESERVED)
 
     def downcast(self, expr: str, dt: DType) -> str:

@@ -23,6 +23,7 @@ from tilec.ir.expr import IntExpr, evaluate
 from tilec.ir.ops import (
     AssertOp,
     AtomicAddOp,
+    ClusterGatherOp,
     CtaBarrierOp,
     FenceAsyncSharedOp,
     ForOp,
@@ -407,6 +408,13 @@ def _fence(p: Program, op: FenceAsyncSharedOp, args: Operands, env: dict[int, An
 @effect(CtaBarrierOp, switch=True)
 def _cta_barrier(p: Program, op: CtaBarrierOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
     return []
+
+
+@effect(ClusterGatherOp)
+def _cluster_gather(p: Program, op: ClusterGatherOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
+    """A program is a whole cluster, its tiles every CTA's part: CTA j's element of each operand,
+    given to every CTA."""
+    return [v[j].expand(v.shape[0]).clone() for v in args for j in range(v.shape[0])]
 
 
 # -- mbarriers

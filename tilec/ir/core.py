@@ -455,12 +455,15 @@ class Block:
 
 @dataclass
 class Launch:
-    """How a kernel is launched: the grid over its programs, warps, register cap, persistence."""
+    """How a kernel is launched: the grid over its programs, warps, register cap, persistence, and
+    the CTAs of a thread-block cluster that make one program (`num_ctas`; the grid counts
+    clusters)."""
 
     grid: tuple[IntExpr, ...] = (1,)
     num_warps: int | None = None
     maxnreg: int | None = None
     persistent: bool = False
+    num_ctas: int = 1
 
 
 class Kernel:

@@ -55,7 +55,7 @@ def layout_fields(layout: Layout) -> list[tuple[str, Any]]:
             ("threads_per_warp", list(layout.threads_per_warp)),
             ("warps_per_cta", list(layout.warps_per_cta)),
             ("order", list(layout.order)),
-        ]
+        ] + _cga(layout.cga_layout)
     if isinstance(layout, SliceLayout):
         return [("dim", layout.dim), ("parent", layout.parent)]
     if isinstance(layout, NVMMASharedLayout):
@@ -75,8 +75,13 @@ def layout_fields(layout: Layout) -> list[tuple[str, Any]]:
             ("per_phase", layout.per_phase),
             ("max_phase", layout.max_phase),
             ("order", list(layout.order)),
-        ]
+        ] + _cga(layout.cga_layout)
     raise TypeError(f"unknown layout {layout!r}")
+
+
+def _cga(bases: tuple[tuple[int, ...], ...]) -> list[tuple[str, Any]]:
+    """A cluster's CTA tiling, printed only where there is one."""
+    return [("cga_layout", [list(b) for b in bases])] if bases else []
 
 
 def format_layout(layout: Layout, aliases: dict[Layout, str] | None = None) -> str:

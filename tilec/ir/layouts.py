@@ -24,6 +24,30 @@ def _check_order(order: tuple[int, ...], rank: int, what: str) -> None:
         raise LayoutError(f"{what}: order {list(order)} is not a permutation of 0..{rank - 1}")
 
 
+CGA = tuple[tuple[int, ...], ...]
+
+
+def _check_cga(bases: object, rank: int, what: str) -> CGA:
+    """A cluster's CTA tiling (Gluon's `cga_layout`): one basis per bit of the CTA's index in its
+    cluster, each the offset (one power of two in one dimension, or all zeros: the CTAs that
+    differ in that bit hold the same elements) that bit moves the CTA's part of the tile by."""
+    if not isinstance(bases, (list, tuple)):
+        raise LayoutError(f"{what}: cga_layout must be a list of bases, got {bases!r}")
+    out = []
+    for b in bases:
+        if not isinstance(b, (list, tuple)) or len(b) != rank:
+            raise LayoutError(f"{what}: each cga_layout basis needs {rank} entries, got {b!r}")
+        if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in b):
+            raise LayoutError(f"{what}: cga_layout entries must be non-negative integers, got {list(b)}")
+        nonzero = [v for v in b if v]
+        if len(nonzero) > 1 or not all(_is_pow2(v) for v in nonzero):
+            raise LayoutError(f"{what}: a cga_layout basis moves one dimension by a power of two, got {list(b)}")
+        out.append(tuple(b))
+    if len(out) > 4:
+        raise LayoutError(f"{what}: a cluster has at most 16 CTAs (4 bases), got {len(out)}")
+    return tuple(out)
+
+
 class Layout:
     """Base of all layouts."""
 
@@ -31,7 +55,8 @@ class Layout:
 
 
 class DistributedLayout(Layout):
-    """How a tile's elements are spread over registers, threads and warps."""
+    """How a tile's elements are spread over registers, threads and warps (and over the CTAs of a
+    cluster, where the kernel launches clusters)."""
 
     @property
     def rank(self) -> int:
@@ -41,6 +66,15 @@ class DistributedLayout(Layout):
     def num_warps(self) -> int:
         raise NotImplementedError
 
+    @property
+    def cga(self) -> CGA:
+        """The CTA tiling, one basis per bit of the CTA's index in its cluster (empty: one CTA)."""
+        raise NotImplementedError
+
+    @property
+    def num_ctas(self) -> int:
+        return 1 << len(self.cga)
+
 
 @dataclass(frozen=True)
 class BlockedLayout(DistributedLayout):
@@ -48,12 +82,14 @@ class BlockedLayout(DistributedLayout):
     threads_per_warp: tuple[int, ...]
     warps_per_cta: tuple[int, ...]
     order: tuple[int, ...]
+    cga_layout: CGA = ()
 
     kind = "blocked"
 
     def __post_init__(self) -> None:
         for f in ("size_per_thread", "threads_per_warp", "warps_per_cta", "order"):
             object.__setattr__(self, f, tuple(getattr(self, f)))
+        object.__setattr__(self, "cga_layout", _check_cga(self.cga_layout, len(self.order), "blocked"))
         rank = len(self.size_per_thread)
         if rank == 0:
             raise LayoutError("blocked: rank must be at least 1")
@@ -86,6 +122,10 @@ class BlockedLayout(DistributedLayout):
             n *= v
         return n
 
+    @property
+    def cga(self) -> CGA:
+        return self.cga_layout
+
     def shape_per_cta_tile(self) -> tuple[int, ...]:
         """Elements covered by one repetition of the layout over the CTA, per dimension."""
         return tuple(
@@ -117,6 +157,10 @@ class SliceLayout(DistributedLayout):
     @property
     def num_warps(self) -> int:
         return self.parent.num_warps
+
+    @property
+    def cga(self) -> CGA:
+        return tuple(b[: self.dim] + b[self.dim + 1 :] for b in self.parent.cga)
 
 
 class SharedLayout(Layout):
@@ -179,11 +223,13 @@ class SwizzledSharedLayout(SharedLayout):
     per_phase: int
     max_phase: int
     order: tuple[int, ...]
+    cga_layout: CGA = ()
 
     kind = "swizzled_shared"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "order", tuple(self.order))
+        object.__setattr__(self, "cga_layout", _check_cga(self.cga_layout, len(self.order), "swizzled_shared"))
         for name in ("vec", "per_phase", "max_phase"):
             if not _is_pow2(getattr(self, name)):
                 raise LayoutError(f"swizzled_shared: {name} must be a power of two, got {getattr(self, name)}")
@@ -192,6 +238,10 @@ class SwizzledSharedLayout(SharedLayout):
     @property
     def rank(self) -> int:
         return len(self.order)
+
+    @property
+    def num_ctas(self) -> int:
+        return 1 << len(self.cga_layout)
 
     def check_shape(self, shape: tuple[IntExpr, ...], bits: int) -> None:
         if len(shape) != self.rank:

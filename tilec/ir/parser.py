@@ -144,7 +144,7 @@ class _Builder:
             if not isinstance(grid, list) or not 1 <= len(grid) <= 3 or not all(_is_intexpr(g) for g in grid):
                 raise self.fail(attrs_tree, "grid must be a list of one to three integer expressions")
             launch.grid = tuple(grid)
-        for key in ("num_warps", "maxnreg"):
+        for key in ("num_warps", "maxnreg", "num_ctas"):
             if key in attrs:
                 v = attrs.pop(key)
                 if isinstance(v, bool) or not isinstance(v, int):

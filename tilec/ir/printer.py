@@ -149,6 +149,8 @@ class Printer:
             attrs["maxnreg"] = kernel.launch.maxnreg
         if kernel.launch.persistent:
             attrs["persistent"] = True
+        if kernel.launch.num_ctas != 1:
+            attrs["num_ctas"] = kernel.launch.num_ctas
         attrs.update(sorted(kernel.attributes.items()))
         header += " attributes" + self.attrs(attrs)
         self.lines.append(header + " {")

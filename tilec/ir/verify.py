@@ -126,6 +126,8 @@ class _KernelVerifier:
             raise self.fail(f"num_warps must be a power of two from 1 to 32, got {nw}")
         if k.launch.maxnreg is not None and not 24 <= k.launch.maxnreg <= 256:
             raise self.fail(f"maxnreg must be in 24..256, got {k.launch.maxnreg}")
+        if k.launch.num_ctas not in (1, 2, 4, 8, 16):
+            raise self.fail(f"num_ctas must be a power of two from 1 to 16, got {k.launch.num_ctas}")
 
     def descriptor(self, p: BlockArg, attrs: dict[str, Any], scalars: set[str]) -> None:
         t = p.type
@@ -179,6 +181,13 @@ class _KernelVerifier:
                 )
             if t.layout is not None and warps is not None and t.layout.num_warps != warps:
                 raise self.fail(f"tile layout spans {t.layout.num_warps} warps, but this code runs on {warps}", op)
+        ctas = getattr(getattr(t, "layout", None), "num_ctas", None)
+        if ctas is not None and ctas != self.k.launch.num_ctas:
+            raise self.fail(
+                f"layout of {format_type(t)} spans {ctas} CTAs, but the kernel launches "
+                f"{self.k.launch.num_ctas} a program (num_ctas)",
+                op,
+            )
 
     def block(self, block: Block, visible: set[int], warps: int | None, top: bool = False) -> None:
         scope = set(visible)

@@ -38,6 +38,7 @@ from tilec.ir.ops.compute import (
 from tilec.ir.ops.control import AssertOp, ForOp, IfOp, WarpSpecializeOp, YieldOp, yielded_values
 from tilec.ir.ops.memory import (
     AtomicAddOp,
+    ClusterGatherOp,
     CtaBarrierOp,
     FenceAsyncSharedOp,
     LoadOp,
@@ -62,6 +63,7 @@ from tilec.ir.ops.memory import (
 __all__ = [
     "AssertOp",
     "AtomicAddOp",
+    "ClusterGatherOp",
     "CMP_PREDICATES",
     "ELEMENTWISE_OPS",
     "ELEMENTWISE_TABLE",

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from tilec.ir.core import Attr, Operand, Operation, Optional, Value, Variadic
 from tilec.ir.dtypes import DType, Type, i1
+from tilec.ir.formatting import format_type
 from tilec.ir.ops.common import (
     check_int_scalar,
     check_mask,
@@ -388,3 +389,45 @@ class CtaBarrierOp(Operation):
 
     name = "tile.cta_barrier"
     num_results = 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Thread-block clusters
+
+
+class ClusterGatherOp(Operation):
+    """Every CTA of the cluster gets every CTA's element of each operand. Each operand is a tile
+    of one element per CTA: shape [C] (C the kernel's `num_ctas`), element j held by CTA j (the
+    layout's CTA bases [[1], [2], [4], ...]). Results, operand-major: result i*C + j is CTA j's
+    element of operand i, in every element (every CTA holds it). On a GPU the CTAs exchange the
+    values through their shared memory (distributed shared memory) between cluster barriers, so
+    every CTA of the cluster must reach the op."""
+
+    name = "tile.cluster_gather"
+    values = Variadic()
+    num_results = None
+
+    def verify_(self) -> None:
+        if not self.operands:
+            raise self.error("takes at least one value")
+        tiles: list[TileType] = []
+        for v in self.operands:
+            t = v.type
+            if not isinstance(t, TileType) or t.rank != 1 or t.layout is None:
+                raise self.error(f"takes rank-1 tiles with layouts, got {format_type(t)}")
+            if t.dtype.bytes != 4:
+                raise self.error(f"exchanges 32-bit values, got {t.dtype}")
+            tiles.append(t)
+        first = tiles[0]
+        if any((t.shape, t.layout) != (first.shape, first.layout) for t in tiles):
+            raise self.error("operands must share their shape and layout")
+        assert first.layout is not None
+        ctas = first.layout.num_ctas
+        if first.shape != (ctas,) or first.layout.cga != tuple((1 << i,) for i in range(ctas.bit_length() - 1)):
+            raise self.error(
+                f"each operand holds one element per CTA, element j in CTA j: shape [{ctas}] and CTA bases "
+                f"{[[1 << i] for i in range(ctas.bit_length() - 1)]}, got {format_type(first)}"
+            )
+        if ctas < 2:
+            raise self.error("gathers across the CTAs of a cluster: the layout spans one CTA")
+        check_results(self, [v.type for v in self.operands for _ in range(ctas)])

@@ -1,0 +1,77 @@
+"""Kernels launched as thread-block clusters: a program is a whole cluster whose tiles hold every
+CTA's part (the CTA a dimension of its own), and `tile.cluster_gather` gives every CTA every CTA's
+value. rmsnorm_cluster.tile (a row split over four CTAs) equals RMSNorm computed in torch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from profiles import examples
+
+from tilec import interp
+from tilec.ir import parse, parse_file, verify
+
+KERNELS = Path(__file__).resolve().parents[1] / "kernels"
+CLUSTER = (
+    "#c = #blocked<size_per_thread = [1, 1], threads_per_warp = [1, 32], warps_per_cta = [1, 4], "
+    "order = [1, 0], cga_layout = [[1, 0], [2, 0]]>\n#s = #slice<dim = 1, parent = #c>\n"
+)
+
+
+def test_each_cta_gets_every_ctas_value_of_each_operand() -> None:
+    """Operand-major results: result i*4 + j is CTA j's element of operand i, in every element."""
+    results = ", ".join(f"%g{i}" for i in range(8))
+    types = ", ".join(["tile<[4], i32, #s>"] * 4 + ["tile<[4], f32, #s>"] * 4)
+    stores = "".join(f"  %o{i} = tile.add %r, %b{i} : tile<[4], i32, #s>\n" for i in range(8))
+    stores += "".join(f"  %f{i} = tile.cast %g{i} : tile<[4], f32, #s>\n" for i in range(4))
+    stores += "".join(f"  tile.store %y, %o{i}, %f{i}\n" for i in range(4))
+    stores += "".join(f"  tile.store %y, %o{i}, %g{i}\n" for i in range(4, 8))
+    bases = "".join(
+        f"  %k{i} = tile.constant {{value = {4 * i}}} : i32\n  %b{i} = tile.add %k{i}, %z : i32\n" for i in range(8)
+    )
+    text = CLUSTER + (
+        "tile.kernel @k(%x: ptr<f32>, %y: ptr<f32>) attributes {grid = [1], num_warps = 4, num_ctas = 4} {\n"
+        "  %z = tile.constant {value = 0} : i32\n"
+        "  %r = tile.arange {end = 4} : tile<[4], i32, #s>\n"
+        "  %t = tile.mul %r, %r : tile<[4], i32, #s>\n"
+        "  %v = tile.load %x, %r : tile<[4], f32, #s>\n"
+        f"  {results} = tile.cluster_gather %t, %v : {types}\n" + bases + stores + "}\n"
+    )
+    module = parse(text)
+    verify(module)
+    x = torch.tensor([0.5, -1.0, 2.0, 7.0])
+    y = torch.full((32,), float("nan"))
+    interp.run(module.kernels[0], x, y)
+    squares = torch.tensor([0.0, 1.0, 4.0, 9.0])
+    for j in range(4):
+        assert torch.equal(y[4 * j : 4 * j + 4], squares[j].expand(4)), (j, y)
+        assert torch.equal(y[16 + 4 * j : 16 + 4 * j + 4], x[j].expand(4)), (j, y)
+
+
+def rmsnorm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).bfloat16().float() * w.float()
+
+
+@settings(max_examples=examples(10), deadline=None)
+@given(
+    rows=st.integers(1, 5),
+    width=st.sampled_from([256, 1024]),
+    seed=st.integers(0, 2**16),
+    scale=st.sampled_from([1e-3, 1.0, 1e3]),
+)
+def test_a_row_split_over_a_cluster_equals_rmsnorm(rows: int, width: int, seed: int, scale: float) -> None:
+    """Each CTA's partial sum of squares, gathered and added in CTA order: the row's rstd in every
+    CTA, so the four slices are normalized alike (to within the order of the sum)."""
+    kernel = parse_file(KERNELS / "rmsnorm_cluster.tile").kernels[0]
+    kernel.constexprs["W"] = width
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.randn(rows, 4 * width, generator=g) * scale).bfloat16()
+    w = torch.randn(4 * width, generator=g).bfloat16()
+    y = torch.full_like(x, float("nan"))
+    interp.run(kernel, x, w, y, rows)
+    expected = rmsnorm(x, w)
+    torch.testing.assert_close(y.float(), expected.bfloat16().float(), rtol=1.6e-2, atol=1e-5)
