@@ -45,15 +45,21 @@ def test_reference_kernels_compile(name: str, arch: str) -> None:
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_100"])
-def test_a_cluster_kernel_compiles_with_its_exchange(arch: str) -> None:
-    """rmsnorm_cluster.tile (a row split across a cluster of 4 CTAs): launched as clusters of 4,
-    the exchange of `tile.cluster_gather` (the peers' shared memory read between cluster barriers)
-    in the PTX, nothing spilled."""
-    module = emit_gluon(kernel_for("rmsnorm_cluster"))  # type: ignore[arg-type]
-    assert "num_ctas=4" in module.source and "cga_layout=[[1, 0], [2, 0]]" in module.source
+@pytest.mark.parametrize(("name", "ctas"), [("rmsnorm_cluster", 4), ("rmsnorm_cluster_smem", 8)])
+def test_a_cluster_kernel_compiles_with_its_exchange(name: str, ctas: int, arch: str) -> None:
+    """rmsnorm_cluster.tile (a row split across a cluster of 4 CTAs) and rmsnorm_cluster_smem.tile
+    (8 CTAs, each slice copied into its shared memory by cp.async): launched as clusters, the
+    exchange of `tile.cluster_gather` (the peers' shared memory read between cluster barriers) in
+    the PTX, nothing spilled; a CTA's shared memory is its part of the split buffers (4 chunks of
+    [1, 1024] bf16, 8 KiB), not the cluster's."""
+    module = emit_gluon(kernel_for(name))  # type: ignore[arg-type]
+    assert f"num_ctas={ctas}" in module.source and "cga_layout=[[1, 0], [2, 0]" in module.source
     report = check_compile(module, arch)
     assert report.ok, report.error + "\n" + report.detail
-    assert report.num_ctas == 4 and report.cluster_exchange and report.spills == 0, report.summary()
+    assert report.num_ctas == ctas and report.cluster_exchange and report.spills == 0, report.summary()
+    if name == "rmsnorm_cluster_smem":
+        assert "async_copy.async_copy_global_to_shared(" in module.source or "async_copy.async_load(" in module.source
+        assert 4 * 1024 * 2 <= report.shared_bytes < 4 * 1024 * 2 + 1024, report.summary()
 
 
 def test_compile_failure_is_reported_not_raised() -> None:

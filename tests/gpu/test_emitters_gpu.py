@@ -66,20 +66,29 @@ def rmsnorm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.skipif(not hopper(), reason="thread-block clusters need Hopper or newer")
-@pytest.mark.parametrize("width", [1024, 8192])
+@pytest.mark.parametrize(
+    ("form", "param", "unit", "per"),
+    [
+        ("rmsnorm_cluster", "W", 1024, 4),
+        ("rmsnorm_cluster", "W", 8192, 4),
+        ("rmsnorm_cluster_smem", "CH", 1024, 32),
+        ("rmsnorm_cluster_smem", "CH", 8192, 32),
+    ],
+)
 @pytest.mark.parametrize("rows", [1, 5, 131, 4099])
-def test_a_row_split_over_a_cluster_equals_eager(width: int, rows: int) -> None:
-    """rmsnorm_cluster.tile: each row over a cluster of 4 CTAs (launched as clusters: the grid
-    counts them), the partial sums exchanged by `tile.cluster_gather`. Launched as the hook
+def test_a_row_split_over_a_cluster_equals_eager(form: str, param: str, unit: int, per: int, rows: int) -> None:
+    """rmsnorm_cluster.tile (each row over a cluster of 4 CTAs) and rmsnorm_cluster_smem.tile (over
+    8, each slice copied into shared memory by cp.async): launched as clusters (the grid counts
+    them), the partial sums exchanged by `tile.cluster_gather`. Launched as the hook
     launches a kernel it took, three times: through Triton (compiling it), then the compiled
     kernel directly, then its bound C launcher — each path must launch clusters."""
     from tilec.emit.gluon import emit_gluon
     from tilec.runtime.launch import load_kernel
 
-    kernel = parse((KERNELS / "rmsnorm_cluster.tile").read_text()).kernels[0]
-    kernel.constexprs["W"] = width
-    taken = load_kernel("rmsnorm_cluster", emit_gluon(kernel).source, "gluon", order=[0, 1, 2, 3])
-    cols = 4 * width
+    kernel = parse((KERNELS / f"{form}.tile").read_text()).kernels[0]
+    kernel.constexprs[param] = unit
+    taken = load_kernel(form, emit_gluon(kernel).source, "gluon", order=[0, 1, 2, 3])
+    cols = per * unit
     x = torch.randn(rows, cols, device="cuda").to(torch.bfloat16)
     w = torch.randn(cols, device="cuda").to(torch.bfloat16)
     expected = (rmsnorm(x, torch.ones_like(w)).to(torch.bfloat16).float() * w.float()).cpu()
@@ -87,7 +96,7 @@ def test_a_row_split_over_a_cluster_equals_eager(width: int, rows: int) -> None:
         y = torch.full_like(x, float("nan"))
         taken.run(x, w, y, rows, stream=torch.cuda.current_stream().cuda_stream)
         torch.cuda.synchronize()
-        assert_close(y.float().cpu(), expected, torch.bfloat16, what=f"rmsnorm_cluster {rows}x{cols}")
+        assert_close(y.float().cpu(), expected, torch.bfloat16, what=f"{form} {rows}x{cols}")
     assert taken.launches["primary"] == 3
 
 

@@ -1,6 +1,8 @@
 """Kernels launched as thread-block clusters: a program is a whole cluster whose tiles hold every
 CTA's part (the CTA a dimension of its own), and `tile.cluster_gather` gives every CTA every CTA's
-value. rmsnorm_cluster.tile (a row split over four CTAs) equals RMSNorm computed in torch."""
+value. rmsnorm_cluster.tile (a row split over four CTAs, each slice in registers) and
+rmsnorm_cluster_smem.tile (over eight, each slice copied into shared memory asynchronously, read as
+its groups land) equal RMSNorm computed in torch, with no race on the shared memory."""
 
 from __future__ import annotations
 
@@ -56,21 +58,28 @@ def rmsnorm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).bfloat16().float() * w.float()
 
 
+# kernel file -> (its constexpr, the row's length in units of it)
+FORMS = {"rmsnorm_cluster": ("W", 4), "rmsnorm_cluster_smem": ("CH", 32)}
+
+
 @settings(max_examples=examples(10), deadline=None)
 @given(
+    form=st.sampled_from(sorted(FORMS)),
     rows=st.integers(1, 5),
-    width=st.sampled_from([256, 1024]),
+    unit=st.sampled_from([32, 256]),
     seed=st.integers(0, 2**16),
     scale=st.sampled_from([1e-3, 1.0, 1e3]),
 )
-def test_a_row_split_over_a_cluster_equals_rmsnorm(rows: int, width: int, seed: int, scale: float) -> None:
+def test_a_row_split_over_a_cluster_equals_rmsnorm(form: str, rows: int, unit: int, seed: int, scale: float) -> None:
     """Each CTA's partial sum of squares, gathered and added in CTA order: the row's rstd in every
-    CTA, so the four slices are normalized alike (to within the order of the sum)."""
-    kernel = parse_file(KERNELS / "rmsnorm_cluster.tile").kernels[0]
-    kernel.constexprs["W"] = width
+    CTA, so the slices are normalized alike (to within the order of the sum)."""
+    kernel = parse_file(KERNELS / f"{form}.tile").kernels[0]
+    name, per = FORMS[form]
+    kernel.constexprs[name] = unit
+    cols = per * unit
     g = torch.Generator().manual_seed(seed)
-    x = (torch.randn(rows, 4 * width, generator=g) * scale).bfloat16()
-    w = torch.randn(4 * width, generator=g).bfloat16()
+    x = (torch.randn(rows, cols, generator=g) * scale).bfloat16()
+    w = torch.randn(cols, generator=g).bfloat16()
     y = torch.full_like(x, float("nan"))
     interp.run(kernel, x, w, y, rows)
     expected = rmsnorm(x, w)

@@ -41,6 +41,7 @@ from tilec.ir.dtypes import DType
 from tilec.ir.expr import evaluate
 from tilec.ir.layouts import BlockedLayout, Layout, NVMMASharedLayout, SliceLayout, SwizzledSharedLayout
 from tilec.ir.ops import (
+    AsyncCopyOp,
     ClusterGatherOp,
     MBarrierOp,
     MBarrierWaitOp,
@@ -62,6 +63,7 @@ RESERVED = set(LAUNCHER_NAMES) | {
     "descriptors",
     "MAXNREG",
     "NUM_CTAS",
+    "async_copy",
     "TensorDescriptor",
     "fence_async_shared",
     "descs",
@@ -176,6 +178,7 @@ class GluonEmitter(PythonEmitter):
             "import triton.language as tl",
             "from triton.experimental import gluon",
             "from triton.experimental.gluon import language as gl",
+            "from triton.experimental.gluon.language.nvidia.ampere import async_copy",
             "from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma",
             "from triton.experimental.gluon.nvidia.hopper import TensorDescriptor",
         ]
@@ -290,7 +293,8 @@ def _smem_alloc(e: GluonEmitter, o: Operation, d: int) -> None:
     t = o.result.type
     assert isinstance(t, SharedBufferType)
     shape = ([t.slots] if t.slots is not None else []) + list(t.shape)
-    e.assign(o, f"gl.allocate_shared_memory({e.dtype(t.dtype)}, {shape}, {e.layout(t.layout)})", d)
+    dims = "[" + ", ".join(str(s) for s in shape) + "]"  # a dimension may name a constexpr
+    e.assign(o, f"gl.allocate_shared_memory({e.dtype(t.dtype)}, {dims}, {e.layout(t.layout)})", d)
 
 
 def _smem_index(e: GluonEmitter, o: Operation, d: int) -> None:
@@ -313,6 +317,20 @@ def _smem_load(e: GluonEmitter, o: Operation, d: int) -> None:
 def _smem_store(e: GluonEmitter, o: Operation, d: int) -> None:
     assert isinstance(o, SmemStoreOp)
     e.emit(d, f"{e.n(o.buf)}.store({e.n(o.value)})", o)
+
+
+def _async_copy(e: GluonEmitter, o: Operation, d: int) -> None:
+    assert isinstance(o, AsyncCopyOp)
+    mask = f", mask={e.n(o.mask)}" if o.mask is not None else ""
+    e.emit(d, f"{e.api.cp_async}({e.n(o.dst)}, {e.n(o.ptr)} + {e.n(o.offsets)}{mask})", o)
+
+
+def _async_commit(e: GluonEmitter, o: Operation, d: int) -> None:
+    e.emit(d, "async_copy.commit_group()", o)
+
+
+def _async_wait(e: GluonEmitter, o: Operation, d: int) -> None:
+    e.emit(d, f"async_copy.wait_group({o.attr('pending')})", o)
 
 
 def _coords(e: GluonEmitter, coords: list[Value]) -> str:
@@ -444,6 +462,9 @@ GluonEmitter.handlers = {
     "tile.smem_slice": _smem_slice,
     "tile.smem_load": _smem_load,
     "tile.smem_store": _smem_store,
+    "tile.async_copy": _async_copy,
+    "tile.async_commit": _async_commit,
+    "tile.async_wait": _async_wait,
     "tile.tma_load": _tma_load,
     "tile.tma_store": _tma_store,
     "tile.tma_store_wait": _tma_store_wait,

@@ -22,6 +22,9 @@ from tilec.ir.dtypes import DType, Type
 from tilec.ir.expr import IntExpr, evaluate
 from tilec.ir.ops import (
     AssertOp,
+    AsyncCommitOp,
+    AsyncCopyOp,
+    AsyncWaitOp,
     AtomicAddOp,
     ClusterGatherOp,
     CtaBarrierOp,
@@ -113,6 +116,12 @@ class Program:
                 phase = int(b.w_guard_phase[sel].max())
                 if agent.clock.get(barrier_clock_id(uid), 0) < phase + 1:
                     writer = b.ops[int(b.w_op[sel][0])]
+                    if uid in self.smem.copy_groups:
+                        raise ProtocolError(
+                            f"copies into {b.label} asynchronously, but no 'tile.async_wait' waited for the copy "
+                            "before the program ended",
+                            writer,
+                        )
                     raise ProtocolError(
                         f"copies into {b.label}, but nothing waited on {self.barriers[uid].label} phase {phase} "
                         "before the program ended: a producer issued more items than its consumer takes",
@@ -383,6 +392,40 @@ def _tma_load(p: Program, op: TmaLoadOp, args: Operands, env: dict[int, Any], ag
     data = args.desc.read(op, [_int(c) for c in args.coords])
     p.smem.write(op, args.dst, agent, data, guard=(bar.uid, bar.phase))
     bar.deliver(op, dict(agent.clock), data.numel() * data.element_size())
+    return []
+
+
+# -- asynchronous copies (cp.async)
+
+
+@effect(AsyncCopyOp, switch=True)
+def _async_copy(p: Program, op: AsyncCopyOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
+    mask = args.mask if args.mask is not None else torch.ones((), dtype=torch.bool)
+    data = args.ptr.load(op, args.offsets, mask, torch.zeros((), dtype=args.ptr.flat.dtype))  # off: 0
+    if agent.copy_group is None:
+        agent.copy_group = p.next_uid
+        p.next_uid += 1
+    p.smem.async_copy(op, args.dst, agent, data, agent.copy_group)
+    return []
+
+
+@effect(AsyncCommitOp)
+def _async_commit(p: Program, op: AsyncCommitOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
+    if agent.copy_group is None:  # an empty group counts too
+        agent.copy_group = p.next_uid
+        p.next_uid += 1
+    agent.copy_groups.append(agent.copy_group)
+    agent.copy_group = None
+    return []
+
+
+@effect(AsyncWaitOp, switch=True)
+def _async_wait(p: Program, op: AsyncWaitOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
+    keep = op.attr("pending")
+    done = agent.copy_groups[: max(0, len(agent.copy_groups) - keep)]
+    for uid in done:  # their copies have landed: this agent may read them (and hand that on)
+        agent.clock[barrier_clock_id(uid)] = max(agent.clock.get(barrier_clock_id(uid), 0), 1)
+    agent.copy_groups = agent.copy_groups[len(done) :]
     return []
 
 

@@ -43,6 +43,8 @@ class Agent:
     observed: dict[int, int] = field(default_factory=dict)  # barrier uid -> last phase it waited for
     fence_epoch: int = 0
     pending_stores: list[int] = field(default_factory=list)
+    copy_group: int | None = None  # the open group of asynchronous copies (its guard uid)
+    copy_groups: list[int] = field(default_factory=list)  # committed groups still pending, oldest first
 
     def __post_init__(self) -> None:
         self.clock.setdefault(self.id, 1)
@@ -194,6 +196,7 @@ class SharedMemory:
     def __init__(self, agents: dict[int, Agent], barrier_label: Any) -> None:
         self.agents = agents
         self.barrier_label = barrier_label  # uid -> "%bars[i]"
+        self.copy_groups: set[int] = set()  # guard uids that are groups of asynchronous copies
         self.next_store = 1
         self._store_views: dict[int, tuple[SharedBuffer, Tensor]] = {}
 
@@ -208,6 +211,13 @@ class SharedMemory:
             need = int(gp[sel].max())
             if not _completed(agent, bar, need):
                 writer = b.ops[int(b.w_op[idx][sel][0])]
+                if bar in self.copy_groups:
+                    raise RaceError(
+                        f"reads {view.label} copied by {_where(writer)} before {_agent_name(self.agents, agent.id)} "
+                        "waited for that copy's group ('tile.async_commit', then 'tile.async_wait' with it no "
+                        "longer pending)",
+                        op,
+                    )
                 raise RaceError(
                     f"reads {view.label} written by {_where(writer)} before {_agent_name(self.agents, agent.id)} "
                     f"waited on {self.barrier_label(bar)} for phase {need}, the phase that copy completes",
@@ -269,6 +279,10 @@ class SharedMemory:
         for bar in torch.unique(gb[gb >= 0]).tolist():
             need = int(gp[gb == bar].max())
             if not _completed(agent, bar, need):
+                if bar in self.copy_groups:
+                    raise RaceError(
+                        f"overwrites {view.label} while an asynchronous copy into it has not been waited for", op
+                    )
                 raise RaceError(
                     f"overwrites {view.label} while a TMA copy into it (completing {self.barrier_label(bar)} "
                     f"phase {need}) has not been waited on",
@@ -280,9 +294,18 @@ class SharedMemory:
                 raise RaceError(f"writes {view.label} concurrently with {_agent_name(self.agents, w)}", op)
 
     def write(
-        self, op: Operation, view: SmemView, agent: Agent, value: Tensor, guard: tuple[int, int] | None = None
+        self,
+        op: Operation,
+        view: SmemView,
+        agent: Agent,
+        value: Tensor,
+        guard: tuple[int, int] | None = None,
+        tma: bool = True,
     ) -> None:
-        self.check_write(op, view, agent, asynchronous=guard is not None)
+        """`guard`: the barrier phase (or group of asynchronous copies) whose completion makes the
+        data readable; `tma`: a guarded write by the TMA engine (the async proxy: earlier reads of
+        the bytes need a fence), not by cp.async (the threads' own)."""
+        self.check_write(op, view, agent, asynchronous=guard is not None and tma)
         b, idx = view.buffer, view.idx.reshape(-1)
         epoch = agent.tick()
         b.data[idx] = value.reshape(-1).to(b.data.dtype)
@@ -309,6 +332,11 @@ class SharedMemory:
         agent.pending_stores.append(store_id)
         self._store_views[store_id] = (b, idx)
         return data
+
+    def async_copy(self, op: Operation, view: SmemView, agent: Agent, value: Tensor, uid: int) -> None:
+        """An asynchronous copy by `agent` into `view`, in its open group (guard uid `uid`)."""
+        self.copy_groups.add(uid)
+        self.write(op, view, agent, value, guard=(uid, 0), tma=False)
 
     def store_wait(self, agent: Agent, pendings: int) -> None:
         keep = agent.pending_stores[len(agent.pending_stores) - pendings :] if pendings else []

@@ -270,8 +270,10 @@ class _KernelVerifier:
             t = op.results[0].type if op.results else None
             if isinstance(op, SmemAllocOp) and isinstance(t, SharedBufferType):
                 n = t.nbytes()
+                # a buffer split across a cluster's CTAs: each holds its part
+                split = 1 << sum(any(b) for b in getattr(t.layout, "cga_layout", ()))
                 try:
-                    total += evaluate(n, env)
+                    total += evaluate(n, env) // split
                 except KeyError:
                     return  # sizes still symbolic: checked once the plan binds them
             elif isinstance(op, MBarrierAllocOp) and isinstance(t, MBarrierType):

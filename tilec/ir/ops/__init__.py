@@ -37,6 +37,9 @@ from tilec.ir.ops.compute import (
 )
 from tilec.ir.ops.control import AssertOp, ForOp, IfOp, WarpSpecializeOp, YieldOp, yielded_values
 from tilec.ir.ops.memory import (
+    AsyncCommitOp,
+    AsyncCopyOp,
+    AsyncWaitOp,
     AtomicAddOp,
     ClusterGatherOp,
     CtaBarrierOp,
@@ -62,6 +65,9 @@ from tilec.ir.ops.memory import (
 
 __all__ = [
     "AssertOp",
+    "AsyncCommitOp",
+    "AsyncCopyOp",
+    "AsyncWaitOp",
     "AtomicAddOp",
     "ClusterGatherOp",
     "CMP_PREDICATES",

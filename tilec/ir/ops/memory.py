@@ -214,6 +214,59 @@ class SmemStoreOp(Operation):
 
 
 # ---------------------------------------------------------------------------------------------
+# Asynchronous copies (cp.async)
+
+
+class AsyncCopyOp(Operation):
+    """Starts copying ptr[offsets] into the shared buffer `dst` (shaped like the offsets) without
+    waiting for it: the copy belongs to the group the next `tile.async_commit` closes, and its
+    data may be read only after a `tile.async_wait` that leaves that group no longer pending.
+    With a mask, masked-off elements are not read and become 0. Each thread copies the elements
+    the offsets' layout gives it (cp.async: 4, 8 or 16 bytes at a time)."""
+
+    name = "tile.async_copy"
+    dst = Operand()
+    ptr = Operand()
+    offsets = Operand()
+    mask = Optional()
+    num_results = 0
+
+    def verify_(self) -> None:
+        t = _smem(self, self.dst, "destination")
+        if not isinstance(self.ptr.type, PointerType):
+            raise self.error("second operand must be a pointer")
+        pointee = _check_offsets(self, self.ptr, self.offsets)
+        o = self.offsets.type
+        if not isinstance(o, TileType) or o.shape != t.shape:
+            raise self.error("offsets must be a tile of the destination's shape")
+        if pointee != t.dtype:
+            raise self.error(f"copies {pointee} into a buffer of {t.dtype}")
+        if self.mask is not None:
+            check_mask(self, self.mask, o)
+
+
+class AsyncCommitOp(Operation):
+    """Closes the group of this thread's asynchronous copies started since the last commit (a
+    commit with none closes an empty group, which counts like any other)."""
+
+    name = "tile.async_commit"
+    num_results = 0
+
+
+class AsyncWaitOp(Operation):
+    """Waits until at most `pending` of this thread's committed groups of asynchronous copies are
+    still in flight (the newest ones): the data of every older group may then be read."""
+
+    name = "tile.async_wait"
+    attrs = {"pending": Attr("int", required=False, default=0)}
+    num_results = 0
+
+    def verify_(self) -> None:
+        if self.attr("pending") < 0:
+            raise self.error("pending must be 0 or more")
+
+
+# ---------------------------------------------------------------------------------------------
 # TMA
 
 
