@@ -107,6 +107,22 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
                             "gluon",
                             f"xblock=1,chunk=16384,num_warps={w},row_cache={k}",
                         )
+        # each row split across a thread-block cluster, each CTA's slice in its shared memory
+        # (`cluster`: cluster-rows), from rows of 65536: clusters of 4 and 8 CTAs over 4 to 16
+        # warps (at least 8 elements a thread a chunk), the slice in 2 to 8 chunks of at most 64
+        # KiB in all (several CTAs an SM). A probe of the form (bench/cluster.py,
+        # bench/results/2026-11-27-h100-cluster) beat the one-CTA loop from rows of 131072 on both GPUs
+        if n >= 65536:
+            for ctas in (4, 8):
+                for w in (4, 8, 16):
+                    for c in (2048, 4096, 8192):
+                        k = n // (ctas * c)
+                        fits = n // ctas * 2 <= 65536 and c >= 8 * 32 * w
+                        if n % (ctas * c) == 0 and 2 <= k <= 8 and fits:
+                            found[f"gluon-cl{ctas}-c{c}-w{w}"] = (
+                                "gluon",
+                                f"xblock=1,chunk={c},num_warps={w},cluster={ctas}",
+                            )
         return found
     found = {e: (e, "") for e in PIPELINES}
     for e in PIPELINES:

@@ -256,7 +256,9 @@ def test_surveyed_plans_build_for_every_op() -> None:
     names and emits its emitter's code for every op (the residual-fused norms too), at rows that fit one tile (1024, 16384) and
     rows that loop (32768, 50257), captured on meta tensors (nothing runs), with the rows a
     program, chunk and warps it names (a chunk shorter than a row that fits: the loop), and the
-    second read reversed and the stores evict-first where it says so (`-rev`, `-st`)."""
+    second read reversed and the stores evict-first where it says so (`-rev`, `-st`), and each row
+    split across a cluster of the CTAs it names (`-clC`: one row a cluster, each CTA's slice in
+    shared memory in chunks of the chunk it names)."""
     from tilec.emit.gluon import emit_gluon
     from tilec.emit.triton import emit_triton
     from tilec.ir import parse, print_kernel
@@ -264,7 +266,9 @@ def test_surveyed_plans_build_for_every_op() -> None:
 
     survey = load("plans")
     assert survey.main(["--list"]) == 0
-    named = re.compile(r"(gluon|triton)-(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)(?:-k(\d+))?(?:-(rev|st|rev-st))?")
+    named = re.compile(
+        r"(gluon|triton)-(?:cl(\d+)-)?(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)(?:-k(\d+))?(?:-(rev|st|rev-st))?"
+    )
     lengths = {op: (1024, 16384, 32768, 50257, 131072) for op in survey.OPS}
     lengths |= {op: (2048, 50257) for op in survey.RESIDUAL_OPS}  # one row that fits a tile, one that loops
     for op, ns in lengths.items():
@@ -281,10 +285,16 @@ def test_surveyed_plans_build_for_every_op() -> None:
                 if plan:
                     found = named.fullmatch(name)
                     assert found is not None and found[1] == emitter, name
-                    xblock, rblock, chunk, warps, cached = found[2], found[3], found[4], found[5], found[6]
+                    ctas, xblock, rblock, chunk, warps, cached = (found[i] for i in range(2, 8))
                     assert kernel.launch.num_warps == int(warps), (op, n, name)
+                    if ctas:  # one row a cluster: each CTA's slice copied into shared memory in chunks
+                        assert kernel.launch.num_ctas == int(ctas), name
+                        buffers = [o.result.type for o in kernel.walk() if o.name == "tile.smem_alloc"]
+                        assert buffers and all(t.shape == (int(ctas), int(chunk)) for t in buffers), name
+                        assert len(buffers) == n // (int(ctas) * int(chunk)), name
+                        continue
                     # the second read turned around (`reverse`), the rows written evict-first (`stream`)
-                    reread = found[7] or ""
+                    reread = found[8] or ""
                     turned = any(
                         (o.result.name_hint or "").endswith("_rev") for o in kernel.walk() if o.name == "tile.sub"
                     )

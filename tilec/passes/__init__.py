@@ -5,6 +5,7 @@ from tilec.passes import (  # noqa: F401  (register the passes)
     align_rows,
     band_chunks,
     canonicalize,
+    cluster_rows,
     cse,
     dce,
     fp32_at_use,

@@ -221,10 +221,31 @@ class Plan(Pass):
     # second read comes from L2 only in part
     reverse: bool = False
     stream: bool = False
+    # > 1: each row split across a thread-block cluster of this many CTAs, each CTA's slice in its
+    # shared memory in chunks of `chunk` (`cluster-rows`: Gluon, one row a cluster, `num_warps` a
+    # CTA); a kernel it cannot take is planned as usual, with the remark why
+    cluster: int = 0
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
+            if self.cluster > 1 and self.split_across_cluster(kernel):
+                continue
             self.plan(kernel)
+
+    def split_across_cluster(self, kernel: Kernel) -> bool:
+        from tilec.passes.cluster_rows import cluster_rows
+
+        n = reduction_numel(kernel)
+        per_cta = n // self.cluster if n else 0
+        if not n or n % self.cluster or per_cta % self.chunk:
+            self.remark(
+                kernel, f"cluster={self.cluster}: a row of {n} does not split into CTAs of chunks of {self.chunk}"
+            )
+            return False
+        why = cluster_rows(kernel, self.cluster, per_cta // self.chunk, self.num_warps or 4)
+        if why is not None:
+            self.remark(kernel, f"cluster={self.cluster}: {why}")
+        return why is None
 
     def choose(self, kernel: Kernel, columns: bool = False) -> dict[str, int]:
         """The block sizes; `columns`: the kernel is a column reduction (`reads_columns`)."""

@@ -1,0 +1,103 @@
+"""cluster-rows (and the plan's `cluster` option, which runs it): the frontend's long-row kernels
+split across a thread-block cluster compute what the ops compute, in the interpreter (which
+checks every read of the shared-memory copies against its wait), and compile for Hopper."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import pytest
+import torch
+from bench_scripts import meta_kernel
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from profiles import examples
+
+from tilec import interp
+from tilec.emit.check import check_compile
+from tilec.emit.gluon import emit_gluon
+from tilec.ir import Module, parse, print_module
+from tilec.passes import run_pipeline
+from tilec.passes.base import collecting_remarks
+from tilec.passes.pipelines import with_plan
+
+OPS = ("rmsnorm", "layernorm", "softmax")
+
+
+@cache
+def logical(op: str, cols: int) -> str:
+    """The frontend's kernel for `op` over bf16 rows of `cols` (Inductor's loop over the row), as text."""
+    return print_module(Module([meta_kernel(op, 4096, cols).kernel]))
+
+
+def reference(op: str, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    xf = x.float()
+    if op == "softmax":
+        return torch.softmax(xf, -1)
+    if op == "rmsnorm":
+        return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+    return torch.nn.functional.layer_norm(xf, xf.shape[-1:], w.float(), b.float(), 1e-5)
+
+
+def clustered(op: str, cols: int, pipeline: str) -> Any:
+    module = parse(logical(op, cols))
+    with collecting_remarks() as remarks:
+        run_pipeline(module, pipeline)
+    assert not [r for r in remarks if "cluster" in str(r)], remarks
+    return module.kernels[0]
+
+
+@settings(max_examples=examples(12), deadline=None)
+@given(
+    op=st.sampled_from(OPS),
+    cols=st.sampled_from([65536, 131072]),
+    ctas=st.sampled_from([2, 4, 8]),
+    chunks=st.sampled_from([2, 4]),
+    rows=st.integers(1, 3),
+    seed=st.integers(0, 2**16),
+    through_plan=st.booleans(),
+)
+def test_a_row_split_across_a_cluster_computes_the_op(
+    op: str, cols: int, ctas: int, chunks: int, rows: int, seed: int, through_plan: bool
+) -> None:
+    """Each CTA's statistics over its slice, gathered and folded in CTA order: the row's, in every
+    CTA; the slice read from shared memory after its group's wait (the interpreter would report a
+    read before it). Equal to the op within bf16 rounding (the sums' order differs from torch's).
+    `through_plan`: the Gluon pipeline with the plan's `cluster` option, every later pass on it."""
+    chunk = cols // (ctas * chunks)
+    if through_plan:
+        pipeline = with_plan("gluon-default", f"xblock=1,chunk={chunk},num_warps=4,cluster={ctas}")
+    else:
+        pipeline = f"cluster-rows{{ctas={ctas},chunks={chunks},warps=4}},canonicalize,cse,dce"
+    kernel = clustered(op, cols, pipeline)
+    assert kernel.launch.num_ctas == ctas and kernel.attributes["cluster"] == ctas
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(rows, cols, generator=g).bfloat16()
+    w, b = torch.randn(cols, generator=g).bfloat16(), torch.randn(cols, generator=g).bfloat16()
+    y = torch.full((rows, cols), float("nan")).bfloat16()
+    args = {"rmsnorm": (x, w, y), "softmax": (x, y), "layernorm": (x, w, b, y)}[op]
+    interp.run(kernel, *args, grid=(rows,))  # the kernel's grid is 4096 clusters: run the first rows
+    expected = reference(op, x, w, b)
+    torch.testing.assert_close(y.float(), expected.bfloat16().float(), rtol=1.6e-2, atol=1e-5)
+
+
+def test_a_row_that_does_not_split_is_planned_as_usual_with_a_remark() -> None:
+    """Rows of 50257 split into no power-of-two chunks: the plan plans the kernel one CTA a row."""
+    module = parse(logical("softmax", 50257))
+    with collecting_remarks() as remarks:
+        run_pipeline(module, with_plan("gluon-default", "xblock=1,chunk=2048,num_warps=4,cluster=8"))
+    assert module.kernels[0].launch.num_ctas == 1
+    assert any("cluster=8: a row of 50257 does not split" in str(r) for r in remarks), remarks
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_the_clustered_kernels_compile_for_hopper(op: str) -> None:
+    """Through the Gluon pipeline with the plan's `cluster` option (the survey's and the rules'
+    form): clusters of 8, the exchange in the PTX, each CTA's slice its shared memory (4 chunks of
+    4096 bf16: 32 KiB), nothing spilled."""
+    kernel = clustered(op, 131072, with_plan("gluon-default", "xblock=1,chunk=4096,num_warps=4,cluster=8"))
+    report = check_compile(emit_gluon(kernel), "sm_90")
+    assert report.ok, report.error + "\n" + report.detail
+    assert report.num_ctas == 8 and report.cluster_exchange and report.spills == 0, report.summary()
+    assert 32768 <= report.shared_bytes < 32768 + 1024, report.summary()
