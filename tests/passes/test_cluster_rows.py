@@ -20,6 +20,7 @@ from tilec.emit.gluon import emit_gluon
 from tilec.ir import Module, parse, print_module
 from tilec.passes import run_pipeline
 from tilec.passes.base import collecting_remarks
+from tilec.passes.chooser import TABLES
 from tilec.passes.pipelines import with_plan
 
 OPS = ("rmsnorm", "layernorm", "softmax")
@@ -101,3 +102,24 @@ def test_the_clustered_kernels_compile_for_hopper(op: str) -> None:
     assert report.ok, report.error + "\n" + report.detail
     assert report.num_ctas == 8 and report.cluster_exchange and report.spills == 0, report.summary()
     assert 32768 <= report.shared_bytes < 32768 + 1024, report.summary()
+
+
+# every cluster plan the GPUs' tables take: (op, the row length its rule starts at, the plan)
+FAMILIES = {"sum": "rmsnorm", "mean-var": "layernorm", "softmax": "softmax"}
+TABLE_PLANS = sorted(
+    {(FAMILIES[r.family], r.lo // 2, r.plan) for t in TABLES.values() for r in t if "cluster=" in (r.plan or "")}
+)
+
+
+@pytest.mark.parametrize(("op", "cols", "plan"), TABLE_PLANS)
+def test_each_cluster_rule_of_the_tables_computes_the_op(op: str, cols: int, plan: str) -> None:
+    """The tables' cluster plans at the first row length of their rules, through the Gluon
+    pipeline as the hook runs them: split across the cluster they name, equal to the op."""
+    kernel = clustered(op, cols, with_plan("gluon-default", plan))
+    assert f"cluster={kernel.launch.num_ctas}" in plan
+    x = torch.randn(1, cols).bfloat16()
+    w, b = torch.randn(cols).bfloat16(), torch.randn(cols).bfloat16()
+    y = torch.full((1, cols), float("nan")).bfloat16()
+    args = {"rmsnorm": (x, w, y), "softmax": (x, y), "layernorm": (x, w, b, y)}[op]
+    interp.run(kernel, *args, grid=(1,))
+    torch.testing.assert_close(y.float(), reference(op, x, w, b).bfloat16().float(), rtol=1.6e-2, atol=1e-5)
