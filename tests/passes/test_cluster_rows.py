@@ -123,3 +123,19 @@ def test_each_cluster_rule_of_the_tables_computes_the_op(op: str, cols: int, pla
     args = {"rmsnorm": (x, w, y), "softmax": (x, y), "layernorm": (x, w, b, y)}[op]
     interp.run(kernel, *args, grid=(1,))
     torch.testing.assert_close(y.float(), reference(op, x, w, b).bfloat16().float(), rtol=1.6e-2, atol=1e-5)
+
+
+def test_an_argmax_over_a_long_row_is_left_with_the_remark_why() -> None:
+    """An index within a CTA's chunk is not the row's: `torch.argmax` over rows of 131072 stays
+    one CTA a row."""
+    from tilec.frontend import Lowered
+    from tilec.frontend.capture import capture
+
+    x = torch.empty(4096, 131072, dtype=torch.bfloat16, device="meta")
+    (k,) = capture(lambda t: torch.argmax(t, -1), [x], strict=True)
+    assert isinstance(k.result, Lowered)
+    module = Module([k.result.kernel])
+    with collecting_remarks() as remarks:
+        run_pipeline(module, "cluster-rows{ctas=8,chunks=4,warps=4}")
+    assert module.kernels[0].launch.num_ctas == 1
+    assert ["'tile.argreduce' reduces other than along the row, or gives an index" in str(r) for r in remarks] == [True]

@@ -46,7 +46,7 @@ from tilec.ir.ops import (
     LoadOp,
     YieldOp,
 )
-from tilec.ir.ops.compute import CombineOp, ElementwiseOp
+from tilec.ir.ops.compute import ArgReduceOp, CombineOp, ElementwiseOp, ReductionOp
 from tilec.ir.types import SharedBufferType, TileType
 from tilec.passes.base import Pass, register
 from tilec.passes.rewrite import const_value
@@ -202,6 +202,13 @@ class ClusterRowsRewriter:
             if src.type == t:  # a column tile is already each CTA's
                 self.map[id(op.result)] = src
                 return [src]
+        if isinstance(op, ReductionOp):
+            src_type = op.src.type
+            two_d = isinstance(src_type, TileType) and src_type.rank == 2
+            if isinstance(op, ArgReduceOp) or op.attr("axis") != 1 or not two_d:
+                # along a row block's rows the CTAs would have to reduce across each other; an
+                # index within a CTA's chunk is not the row's
+                raise DeclinedError(f"'{op.name}' reduces other than along the row, or gives an index")
         if op.regions:
             raise DeclinedError(f"'{op.name}' outside the row's loops has regions")
         new = type(op)(
