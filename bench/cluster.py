@@ -19,7 +19,8 @@ overlap another's exchange and writes. LayerNorm has the shared-memory form only
 Gluon in Triton 3.6 launches clusters (`num_ctas`, the grid counted in clusters, `program_id` the
 cluster's) and splits a layout across its CTAs (`cga_layout`), but has no operation that reads
 another CTA's shared memory or waits at a cluster barrier (a reduction or layout conversion
-across CTAs does not compile). The exchange is therefore inline PTX (`allgather_asm`): each CTA
+across CTAs does not compile). The exchange is therefore inline PTX (tilec's Gluon emitter's,
+`tilec.emit.gluon.cluster_gather_asm`, which prints `tile.cluster_gather` the same way): each CTA
 stores its partials to a shared-memory slot, `barrier.cluster` (release/acquire) makes them
 visible, `mapa` + `ld.shared::cluster` read each peer's slot, and a second cluster barrier keeps
 every slot alive until all peers have read it. docs/performance.md ("Rows past one CTA") says
@@ -39,6 +40,9 @@ from typing import Any
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
+
+from tilec.emit.gluon import cluster_gather_asm
+from tilec.ir.dtypes import f32
 
 LOG2E = gl.constexpr(1.4426950408889634)
 EPS = 1e-6
@@ -79,27 +83,6 @@ CASES = [
 ]
 
 
-def allgather_asm(ctas: int, k: int) -> tuple[str, str]:
-    """Inline PTX gathering `k` f32 values from every CTA of the cluster, and its constraints.
-    Operands: outputs $0..$(ctas*k-1), value j of CTA r at $(j*ctas + r); inputs: this CTA's k
-    values. Every thread runs it (all threads of a CTA hold the same values: they come from a
-    reduction over the CTA's slice)."""
-    slot = "tilec_cluster_slot"
-    lines = ["{", ".reg .b32 %tilec_addr;", f".shared .align 16 .f32 {slot}[{k}];"]
-    lines += [f"st.shared.f32 [{slot}+{4 * j}], ${ctas * k + j};" for j in range(k)]
-    # release: this CTA's stores are visible to the cluster before any CTA passes the barrier
-    lines += ["barrier.cluster.arrive.release.aligned;", "barrier.cluster.wait.acquire.aligned;"]
-    for r in range(ctas):
-        lines.append(f"mapa.shared::cluster.u32 %tilec_addr, {slot}, {r};")
-        lines += [f"ld.shared::cluster.f32 ${j * ctas + r}, [%tilec_addr+{4 * j}];" for j in range(k)]
-    # no CTA leaves (and frees its slot) while a peer may still read it: release, so that this
-    # CTA's reads of its peers' slots are done before it arrives (a relaxed arrive let a CTA arrive
-    # with its reads in flight, and a peer that had left then faulted them: an unspecified launch
-    # failure once in a few launches)
-    lines += ["barrier.cluster.arrive.release.aligned;", "barrier.cluster.wait.acquire.aligned;", "}"]
-    return "\n".join(lines), ",".join(["=f"] * (ctas * k) + ["f"] * k)
-
-
 @gluon.constexpr_function
 def split_layout(ctas: Any, num_warps: Any) -> Any:
     """[ctas, width] tiles whose row r lives in CTA r of the cluster (16-byte runs a thread)."""
@@ -120,6 +103,28 @@ def row_slices(ctas: gl.constexpr, width: gl.constexpr, cols: gl.constexpr, num_
 
 
 @gluon.jit
+def cluster_sum(g, ctas: gl.constexpr):
+    """The sum of the cluster's gathered values (g[r]: CTA r's), in CTA order: the same bits in
+    every CTA."""
+    total = g[0]
+    for i in gl.static_range(1, ctas):
+        total += g[i]
+    return total
+
+
+@gluon.jit
+def cluster_softmax(g, ctas: gl.constexpr):
+    """The row's maximum and sum of exponentials from each CTA's (g[r], g[ctas + r]), in CTA order."""
+    gm = g[0]
+    for i in gl.static_range(1, ctas):
+        gm = gl.maximum(gm, g[i])
+    gs = g[ctas] * gl.exp2((g[0] - gm) * LOG2E)
+    for i in gl.static_range(1, ctas):
+        gs += g[ctas + i] * gl.exp2((g[i] - gm) * LOG2E)
+    return gm, gs
+
+
+@gluon.jit
 def rmsnorm_cluster(
     x_ptr,
     w_ptr,
@@ -134,9 +139,7 @@ def rmsnorm_cluster(
     x = gl.load(x_ptr + start + offs).to(gl.float32)
     part = gl.sum(x * x, axis=1)  # within each CTA
     sums = gl.inline_asm_elementwise(asm, constraints, [part], dtype=[gl.float32] * ctas, is_pure=False, pack=1)
-    total = sums[0]
-    for i in gl.static_range(1, ctas):  # the same order in every CTA
-        total += sums[i]
+    total = cluster_sum(sums, ctas)
     rstd = gl.rsqrt(total / (ctas * width) + 1e-6)
     w = gl.load(w_ptr + offs).to(gl.float32)  # the row's columns: each CTA its slice of the weight
     y = (x * rstd[:, None]).to(gl.bfloat16).to(gl.float32) * w
@@ -158,12 +161,7 @@ def softmax_cluster(
     m = gl.max(x, axis=1)
     s = gl.sum(gl.exp2((x - m[:, None]) * LOG2E), axis=1)
     g = gl.inline_asm_elementwise(asm, constraints, [m, s], dtype=[gl.float32] * (2 * ctas), is_pure=False, pack=1)
-    gm = g[0]
-    for i in gl.static_range(1, ctas):
-        gm = gl.maximum(gm, g[i])
-    gs = g[ctas] * gl.exp2((g[0] - gm) * LOG2E)
-    for i in gl.static_range(1, ctas):
-        gs += g[ctas + i] * gl.exp2((g[i] - gm) * LOG2E)
+    gm, gs = cluster_softmax(g, ctas)
     y = gl.exp2((x - gm[:, None]) * LOG2E) / gs[:, None]
     gl.store(out_ptr + start + offs, y.to(gl.bfloat16))
 
@@ -183,10 +181,12 @@ def split_shared(ctas: Any) -> Any:
 
 
 @gluon.jit
-def copy_slice(x_ptr, start, offs, ctas: gl.constexpr, width: gl.constexpr):
-    """All of this CTA's slice of the row on its way into shared memory at once: cp.async, one
-    commit group a chunk, in order (the reader waits for chunk i with wait_group(CHUNKS - 1 - i))."""
+def slice_in_shared(x_ptr, ctas: gl.constexpr, width: gl.constexpr, num_warps: gl.constexpr):
+    """The row's start, each CTA's first chunk's offsets (`row_slices`) and all of this CTA's slice
+    of the row on its way into shared memory at once: cp.async, one commit group a chunk, in order
+    (the reader waits for chunk i with wait_group(CHUNKS - 1 - i))."""
     chunk: gl.constexpr = width // CHUNKS
+    start, offs = row_slices(ctas, width, chunk, num_warps)
     layout: gl.constexpr = split_shared(ctas)
     bufs = (
         gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
@@ -201,7 +201,7 @@ def copy_slice(x_ptr, start, offs, ctas: gl.constexpr, width: gl.constexpr):
     for i in gl.static_range(CHUNKS):
         async_copy.async_copy_global_to_shared(bufs[i], x_ptr + start + offs + i * chunk)
         async_copy.commit_group()
-    return bufs
+    return start, offs, bufs
 
 
 @gluon.jit
@@ -217,8 +217,7 @@ def rmsnorm_cluster_smem(
 ):
     chunk: gl.constexpr = width // CHUNKS
     layout: gl.constexpr = split_layout(ctas, num_warps)
-    start, offs = row_slices(ctas, width, chunk, num_warps)
-    bufs = copy_slice(x_ptr, start, offs, ctas, width)
+    start, offs, bufs = slice_in_shared(x_ptr, ctas, width, num_warps)
     acc = gl.zeros([ctas, chunk], gl.float32, layout)
     for i in gl.static_range(CHUNKS):  # each chunk as it arrives
         async_copy.wait_group(CHUNKS - 1 - i)
@@ -226,9 +225,7 @@ def rmsnorm_cluster_smem(
         acc += x * x
     part = gl.sum(acc, axis=1)
     sums = gl.inline_asm_elementwise(asm, constraints, [part], dtype=[gl.float32] * ctas, is_pure=False, pack=1)
-    total = sums[0]
-    for i in gl.static_range(1, ctas):
-        total += sums[i]
+    total = cluster_sum(sums, ctas)
     rstd = gl.rsqrt(total / (ctas * width) + 1e-6)
     for i in gl.static_range(CHUNKS):
         x = bufs[i].load(layout).to(gl.float32)
@@ -249,8 +246,7 @@ def softmax_cluster_smem(
 ):
     chunk: gl.constexpr = width // CHUNKS
     layout: gl.constexpr = split_layout(ctas, num_warps)
-    start, offs = row_slices(ctas, width, chunk, num_warps)
-    bufs = copy_slice(x_ptr, start, offs, ctas, width)
+    start, offs, bufs = slice_in_shared(x_ptr, ctas, width, num_warps)
     top = gl.full([ctas, chunk], float("-inf"), gl.float32, layout)
     for i in gl.static_range(CHUNKS):
         async_copy.wait_group(CHUNKS - 1 - i)
@@ -261,12 +257,7 @@ def softmax_cluster_smem(
         acc += gl.exp2((bufs[i].load(layout).to(gl.float32) - m[:, None]) * LOG2E)
     s = gl.sum(acc, axis=1)
     g = gl.inline_asm_elementwise(asm, constraints, [m, s], dtype=[gl.float32] * (2 * ctas), is_pure=False, pack=1)
-    gm = g[0]
-    for i in gl.static_range(1, ctas):
-        gm = gl.maximum(gm, g[i])
-    gs = g[ctas] * gl.exp2((g[0] - gm) * LOG2E)
-    for i in gl.static_range(1, ctas):
-        gs += g[ctas + i] * gl.exp2((g[i] - gm) * LOG2E)
+    gm, gs = cluster_softmax(g, ctas)
     for i in gl.static_range(CHUNKS):
         y = gl.exp2((bufs[i].load(layout).to(gl.float32) - gm[:, None]) * LOG2E) / gs[:, None]
         gl.store(out_ptr + start + offs + i * chunk, y.to(gl.bfloat16))
@@ -289,8 +280,7 @@ def layernorm_cluster_smem(
     means, and the sums plus width * (mean_k - mean)^2 each."""
     chunk: gl.constexpr = width // CHUNKS
     layout: gl.constexpr = split_layout(ctas, num_warps)
-    start, offs = row_slices(ctas, width, chunk, num_warps)
-    bufs = copy_slice(x_ptr, start, offs, ctas, width)
+    start, offs, bufs = slice_in_shared(x_ptr, ctas, width, num_warps)
     acc = gl.zeros([ctas, chunk], gl.float32, layout)
     for i in gl.static_range(CHUNKS):
         async_copy.wait_group(CHUNKS - 1 - i)
@@ -338,7 +328,7 @@ def kernel(op: str, shared: bool) -> Any:
 def constexprs(op: str, n: int, ctas: int, num_warps: int) -> dict[str, Any]:
     if n % ctas or (n // ctas) & (n // ctas - 1):
         raise ValueError(f"{n} elements do not split into {ctas} power-of-two slices")
-    asm, cons = allgather_asm(ctas, KERNELS[op][2])
+    asm, cons = cluster_gather_asm(ctas, [f32] * KERNELS[op][2])
     return {"ctas": ctas, "width": n // ctas, "asm": asm, "constraints": cons, "num_warps": num_warps}
 
 

@@ -58,7 +58,7 @@ def test_a_cluster_kernel_compiles_with_its_exchange(name: str, ctas: int, arch:
     assert report.ok, report.error + "\n" + report.detail
     assert report.num_ctas == ctas and report.cluster_exchange and report.spills == 0, report.summary()
     if name == "rmsnorm_cluster_smem":
-        assert "async_copy.async_copy_global_to_shared(" in module.source or "async_copy.async_load(" in module.source
+        assert f"{gluon_api().cp_async}(" in module.source
         assert 4 * 1024 * 2 <= report.shared_bytes < 4 * 1024 * 2 + 1024, report.summary()
 
 

@@ -125,6 +125,14 @@ def test_each_cluster_rule_of_the_tables_computes_the_op(op: str, cols: int, pla
     torch.testing.assert_close(y.float(), reference(op, x, w, b).bfloat16().float(), rtol=1.6e-2, atol=1e-5)
 
 
+def test_options_out_of_range_are_the_pipelines_errors() -> None:
+    from tilec.passes import PipelineError, parse_pipeline
+
+    for bad in ("ctas=3", "ctas=32", "chunks=0", "warps=3"):
+        with pytest.raises(PipelineError, match="pass 'cluster-rows': ctas must be 2, 4, 8 or 16"):
+            parse_pipeline(f"cluster-rows{{{bad}}}")
+
+
 def test_an_argmax_over_a_long_row_is_left_with_the_remark_why() -> None:
     """An index within a CTA's chunk is not the row's: `torch.argmax` over rows of 131072 stays
     one CTA a row."""

@@ -133,6 +133,15 @@ class GluonEmitter(PythonEmitter):
             return self.layout_names[layout]
         return layout_constructor(layout, self.layout_names)
 
+    def constant(self, base: str, value: str) -> str:
+        """The name of a module-level constexpr holding `value` (Python source), one per value."""
+        for name, known in self.constants.items():
+            if known == value:
+                return name
+        name = self.fresh(base)
+        self.constants[name] = value
+        return name
+
     def arange_layout(self, t: TileType, axis: int) -> str:
         assert t.layout is not None and t.rank == 2, "positions are computed for 2-D tiles"
         return f", layout={self.layout(SliceLayout(1 - axis, t.layout))}"
@@ -419,16 +428,10 @@ def _cluster_gather(e: GluonEmitter, o: Operation, d: int) -> None:
     ctas = e.k.launch.num_ctas
     dtypes = [v.type.dtype for v in o.values]  # type: ignore[attr-defined]
     asm, constraints = cluster_gather_asm(ctas, dtypes)
-    name = next(
-        (n for n, v in e.constants.items() if v == repr(asm) and e.constants.get(f"{n}_C") == repr(constraints)), None
-    )
-    if name is None:  # one constant a form of the exchange
-        name = e.fresh("CLUSTER_GATHER")
-        e.constants[name] = repr(asm)
-        e.constants[f"{name}_C"] = repr(constraints)
+    code, codes = e.constant("CLUSTER_GATHER", repr(asm)), e.constant("CLUSTER_GATHER_C", repr(constraints))
     out = ", ".join(e.dtype(dt) for dt in dtypes for _ in range(ctas))
     call = (
-        f"gl.inline_asm_elementwise({name}, {name}_C, [{', '.join(e.n(v) for v in o.values)}], "
+        f"gl.inline_asm_elementwise({code}, {codes}, [{', '.join(e.n(v) for v in o.values)}], "
         f"dtype=[{out}], is_pure=False, pack=1)"
     )
     e.emit(d, f"{', '.join(e.n(r) for r in o.results)} = {call}", o)

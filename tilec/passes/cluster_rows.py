@@ -413,9 +413,11 @@ class ClusterRows(Pass):
     warps: int = 4
     unchanged = "its row is not split across a cluster"
 
-    def run(self, module: Module) -> None:
+    def __post_init__(self) -> None:  # (a pipeline's parser reports it as the pass's option error)
         if self.ctas not in (2, 4, 8, 16) or self.chunks < 1 or self.warps not in (1, 2, 4, 8, 16, 32):
-            raise ValueError("cluster-rows: ctas must be 2, 4, 8 or 16, chunks at least 1, warps a power of two")
+            raise ValueError("ctas must be 2, 4, 8 or 16, chunks at least 1, warps a power of two to 32")
+
+    def run(self, module: Module) -> None:
         for kernel in module.kernels:
             why = cluster_rows(kernel, self.ctas, self.chunks, self.warps)
             if why is not None:

@@ -42,6 +42,7 @@ from tilec.ir.target import DEFAULT, H100, Target
 from tilec.ir.types import PointerType, TileType, numel
 from tilec.passes.affine import local_stride
 from tilec.passes.base import Pass, register
+from tilec.passes.cluster_rows import cluster_rows
 from tilec.passes.layouts import assign_layouts, column_layout, flat_layout, parent_layout
 from tilec.passes.rewrite import const_value
 from tilec.passes.specialize import bind_constexprs
@@ -233,8 +234,6 @@ class Plan(Pass):
             self.plan(kernel)
 
     def split_across_cluster(self, kernel: Kernel) -> bool:
-        from tilec.passes.cluster_rows import cluster_rows
-
         n = reduction_numel(kernel)
         per_cta = n // self.cluster if n else 0
         if not n or n % self.cluster or per_cta % self.chunk:
