@@ -3,6 +3,7 @@
     python bench/cluster.py                     # on a Hopper GPU: the table below, checked and timed
     python bench/cluster.py --compile sm_90     # anywhere: compile each kernel, print its resources (JSON)
     python bench/cluster.py --ir 4096x131072    # tests/kernels/rmsnorm_cluster_smem.tile, as tilec emits it
+    python bench/cluster.py --shared-only --exchange gather,push,none --rows 0,2 --shapes 4096x131072
 
 A row of 131072 bf16 elements (256 KiB) does not fit one CTA's shared memory (227 KiB), so a
 single-CTA kernel either keeps it in registers (spilling past 65536) or reads it twice. Here a
@@ -23,8 +24,11 @@ across CTAs does not compile). The exchange is therefore inline PTX (tilec's Glu
 `tilec.emit.gluon.cluster_gather_asm`, which prints `tile.cluster_gather` the same way): each CTA
 stores its partials to a shared-memory slot, `barrier.cluster` (release/acquire) makes them
 visible, `mapa` + `ld.shared::cluster` read each peer's slot, and a second cluster barrier keeps
-every slot alive until all peers have read it. docs/performance.md ("Rows past one CTA") says
-what was tried and what it reached.
+every slot alive until all peers have read it. `--exchange` times the kernels with other
+exchanges (`exchange_asm`: the second wait at the end, the partials pushed into the peers' shared
+memory, none) or without a cluster; `--rows` with several rows a cluster
+(`cluster_rows_prefetch`). docs/performance.md ("Rows past one CTA") says what was tried and what
+it reached.
 
 The table: device time (`tilec.runtime.timing.device_ms`, L2 flushed) as % of a same-size copy
 and against stock `torch.compile`, each output checked against an fp32 reference first.
@@ -45,6 +49,36 @@ from tilec.emit.gluon import cluster_gather_asm
 from tilec.ir.dtypes import f32
 
 LOG2E = gl.constexpr(1.4426950408889634)
+
+
+def exchange_asm(kind: str, ctas: int, k: int) -> tuple[str, str, str]:
+    """The exchange of k fp32 partials a CTA, by `kind`, as (asm, constraints, tail asm): `gather`
+    is tile.cluster_gather's default (two release/acquire cluster barriers around the DSMEM
+    reads); `deferred` the same with the second barrier's wait moved to the tail (after the
+    output's stores, before the CTA exits); `push` is tile.cluster_gather's `exchange = "push"`
+    (each CTA's partials written into every peer's slots with st.async, completing bytes on the
+    peer's mbarrier: one cluster barrier, no remote reads); `none` exchanges nothing (every CTA
+    takes its own partials C times: the output is wrong, the timing is the form's without an
+    exchange). (`alone`, `run`'s: the same kernel without a cluster, each CTA a row of its own.)"""
+    if kind in ("gather", "deferred", "push"):
+        asm, cons = cluster_gather_asm(ctas, [f32] * k, "push" if kind == "push" else "barriers")
+        if kind != "deferred":
+            return asm, cons, ""
+        lines = asm.split("\n")
+        assert lines[-2] == "barrier.cluster.wait.acquire.aligned;", lines[-3:]
+        return "\n".join(lines[:-2] + ["}"]), cons, "barrier.cluster.wait.acquire.aligned;"
+    assert kind == "none", kind
+    cons = ",".join(["=f"] * (k * ctas) + ["f"] * k)
+    return "\n".join(f"mov.b32 ${i * ctas + r}, ${ctas * k + i};" for i in range(k) for r in range(ctas)), cons, ""
+
+
+@gluon.jit
+def tail(anchor, asm: gl.constexpr):
+    """Runs `asm` (if any) where it stands: at a kernel's end, before its CTAs exit."""
+    if asm != "":
+        gl.inline_asm_elementwise(asm + "\nmov.b32 $0, $1;", "=f,f", [anchor], dtype=gl.float32, is_pure=False, pack=1)
+
+
 EPS = 1e-6
 # (op, M, N, CTAs per cluster, warps per CTA, slice in shared memory). In registers, 32768
 # elements a CTA over 16 warps take all of an SM's registers (one CTA an SM), 16384 a CTA two. In
@@ -213,6 +247,7 @@ def rmsnorm_cluster_smem(
     width: gl.constexpr,
     asm: gl.constexpr,
     constraints: gl.constexpr,
+    tail_asm: gl.constexpr,
     num_warps: gl.constexpr,
 ):
     chunk: gl.constexpr = width // CHUNKS
@@ -232,6 +267,7 @@ def rmsnorm_cluster_smem(
         w = gl.load(w_ptr + offs + i * chunk).to(gl.float32)
         y = (x * rstd[:, None]).to(gl.bfloat16).to(gl.float32) * w
         gl.store(out_ptr + start + offs + i * chunk, y.to(gl.bfloat16))
+    tail(rstd, tail_asm)
 
 
 @gluon.jit
@@ -242,6 +278,7 @@ def softmax_cluster_smem(
     width: gl.constexpr,
     asm: gl.constexpr,
     constraints: gl.constexpr,
+    tail_asm: gl.constexpr,
     num_warps: gl.constexpr,
 ):
     chunk: gl.constexpr = width // CHUNKS
@@ -261,6 +298,7 @@ def softmax_cluster_smem(
     for i in gl.static_range(CHUNKS):
         y = gl.exp2((bufs[i].load(layout).to(gl.float32) - gm[:, None]) * LOG2E) / gs[:, None]
         gl.store(out_ptr + start + offs + i * chunk, y.to(gl.bfloat16))
+    tail(gs, tail_asm)
 
 
 @gluon.jit
@@ -273,6 +311,7 @@ def layernorm_cluster_smem(
     width: gl.constexpr,
     asm: gl.constexpr,
     constraints: gl.constexpr,
+    tail_asm: gl.constexpr,
     num_warps: gl.constexpr,
 ):
     """Each CTA's mean and sum of squared deviations over its slice (two passes over shared
@@ -307,6 +346,151 @@ def layernorm_cluster_smem(
         b = gl.load(b_ptr + offs + i * chunk).to(gl.float32)
         y = (x - gm[:, None]) * rstd[:, None] * w + b
         gl.store(out_ptr + start + offs + i * chunk, y.to(gl.bfloat16))
+    tail(rstd, tail_asm)
+
+
+# Several rows a cluster, the next row's slice on its way during this one's exchange: two sets of
+# CHUNKS buffers, rows taken in pairs (one set each), the copies of row i + 1 issued once row i's
+# partials are computed, so the SM's loads stay in flight while its CTAs wait at the exchange.
+@gluon.jit
+def shared_slice(ctas: gl.constexpr, chunk: gl.constexpr):
+    layout: gl.constexpr = split_shared(ctas)
+    return (
+        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
+        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
+        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
+        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
+        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
+        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
+        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
+        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
+    )
+
+
+@gluon.jit
+def issue_slice(bufs, x_ptr, start, offs, chunk: gl.constexpr):
+    for i in gl.static_range(CHUNKS):
+        async_copy.async_copy_global_to_shared(bufs[i], x_ptr + start + offs + i * chunk)
+        async_copy.commit_group()
+
+
+@gluon.jit
+def partials(op: gl.constexpr, bufs, ctas: gl.constexpr, chunk: gl.constexpr, layout: gl.constexpr):
+    """This CTA's partial statistics of the slice in `bufs` (its chunks waited for as they land):
+    RMSNorm (the sum of squares, twice), softmax (maximum, sum of exponentials), LayerNorm (mean,
+    sum of squared deviations)."""
+    acc = gl.zeros([ctas, chunk], gl.float32, layout)
+    if op == "softmax":
+        top = gl.full([ctas, chunk], float("-inf"), gl.float32, layout)
+        for i in gl.static_range(CHUNKS):
+            async_copy.wait_group(CHUNKS - 1 - i)
+            top = gl.maximum(top, bufs[i].load(layout).to(gl.float32))
+        m = gl.max(top, axis=1)
+        for i in gl.static_range(CHUNKS):
+            acc += gl.exp2((bufs[i].load(layout).to(gl.float32) - m[:, None]) * LOG2E)
+        return m, gl.sum(acc, axis=1)
+    elif op == "layernorm":
+        for i in gl.static_range(CHUNKS):
+            async_copy.wait_group(CHUNKS - 1 - i)
+            acc += bufs[i].load(layout).to(gl.float32)
+        mean = gl.sum(acc, axis=1) / (chunk * CHUNKS)
+        acc = gl.zeros([ctas, chunk], gl.float32, layout)
+        for i in gl.static_range(CHUNKS):
+            d = bufs[i].load(layout).to(gl.float32) - mean[:, None]
+            acc += d * d
+        return mean, gl.sum(acc, axis=1)
+    else:
+        for i in gl.static_range(CHUNKS):
+            async_copy.wait_group(CHUNKS - 1 - i)
+            x = bufs[i].load(layout).to(gl.float32)
+            acc += x * x
+        part = gl.sum(acc, axis=1)
+        return part, part
+
+
+@gluon.jit
+def combine(
+    op: gl.constexpr, p0, p1, ctas: gl.constexpr, width: gl.constexpr, asm: gl.constexpr, constraints: gl.constexpr
+):
+    """The row's statistics from every CTA's partials (exchanged by `asm`), the same in each CTA."""
+    if op == "softmax":
+        g = gl.inline_asm_elementwise(
+            asm, constraints, [p0, p1], dtype=[gl.float32] * (2 * ctas), is_pure=False, pack=1
+        )
+        return cluster_softmax(g, ctas)
+    elif op == "layernorm":
+        g = gl.inline_asm_elementwise(
+            asm, constraints, [p0, p1], dtype=[gl.float32] * (2 * ctas), is_pure=False, pack=1
+        )
+        gm = g[0]
+        for i in gl.static_range(1, ctas):
+            gm += g[i]
+        gm = gm / ctas
+        m2 = g[ctas] + width * (g[0] - gm) * (g[0] - gm)
+        for i in gl.static_range(1, ctas):
+            m2 += g[ctas + i] + width * (g[i] - gm) * (g[i] - gm)
+        return gm, gl.rsqrt(m2 / (ctas * width) + 1e-6)
+    else:
+        sums = gl.inline_asm_elementwise(asm, constraints, [p0], dtype=[gl.float32] * ctas, is_pure=False, pack=1)
+        rstd = gl.rsqrt(cluster_sum(sums, ctas) / (ctas * width) + 1e-6)
+        return rstd, rstd
+
+
+@gluon.jit
+def write_row(
+    op: gl.constexpr, bufs, s0, s1, w_ptr, b_ptr, out_ptr, start, offs, chunk: gl.constexpr, layout: gl.constexpr
+):
+    for i in gl.static_range(CHUNKS):
+        x = bufs[i].load(layout).to(gl.float32)
+        if op == "softmax":
+            y = gl.exp2((x - s0[:, None]) * LOG2E) / s1[:, None]
+        elif op == "layernorm":
+            w = gl.load(w_ptr + offs + i * chunk).to(gl.float32)
+            b = gl.load(b_ptr + offs + i * chunk).to(gl.float32)
+            y = (x - s0[:, None]) * s1[:, None] * w + b
+        else:
+            w = gl.load(w_ptr + offs + i * chunk).to(gl.float32)
+            y = (x * s0[:, None]).to(gl.bfloat16).to(gl.float32) * w
+        gl.store(out_ptr + start + offs + i * chunk, y.to(gl.bfloat16))
+
+
+@gluon.jit
+def cluster_rows_prefetch(
+    x_ptr,
+    w_ptr,
+    b_ptr,
+    out_ptr,
+    op: gl.constexpr,
+    ctas: gl.constexpr,
+    width: gl.constexpr,
+    rows: gl.constexpr,
+    asm: gl.constexpr,
+    constraints: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    """`rows` consecutive rows a cluster (an even number), each as the `*_smem` kernels do it, the
+    next row's copies issued before this row's exchange."""
+    chunk: gl.constexpr = width // CHUNKS
+    n: gl.constexpr = ctas * width
+    layout: gl.constexpr = split_layout(ctas, num_warps)
+    r = gl.arange(0, ctas, layout=gl.SliceLayout(1, layout))
+    c = gl.arange(0, chunk, layout=gl.SliceLayout(0, layout))
+    offs = r[:, None] * width + c[None, :]
+    first = gl.program_id(0).to(gl.int64) * rows
+    a = shared_slice(ctas, chunk)
+    b = shared_slice(ctas, chunk)
+    issue_slice(a, x_ptr, first * n, offs, chunk)
+    for j in gl.static_range(0, rows, 2):  # unrolled: a loop over cluster-split tiles aborts Triton 3.6's LLVM lowering
+        row = first + j
+        p0, p1 = partials(op, a, ctas, chunk, layout)
+        issue_slice(b, x_ptr, (row + 1) * n, offs, chunk)
+        s0, s1 = combine(op, p0, p1, ctas, width, asm, constraints)
+        write_row(op, a, s0, s1, w_ptr, b_ptr, out_ptr, row * n, offs, chunk, layout)
+        p0, p1 = partials(op, b, ctas, chunk, layout)
+        if j + 2 < rows:
+            issue_slice(a, x_ptr, (row + 2) * n, offs, chunk)
+        s0, s1 = combine(op, p0, p1, ctas, width, asm, constraints)
+        write_row(op, b, s0, s1, w_ptr, b_ptr, out_ptr, (row + 1) * n, offs, chunk, layout)
 
 
 # op -> (the slice in registers, in shared memory, the partials a CTA exchanges)
@@ -325,14 +509,29 @@ def kernel(op: str, shared: bool) -> Any:
     return jit
 
 
-def constexprs(op: str, n: int, ctas: int, num_warps: int) -> dict[str, Any]:
+EXCHANGES = ("gather", "deferred", "push", "none", "alone")
+
+
+def constexprs(
+    op: str, n: int, ctas: int, num_warps: int, shared: bool, exchange: str = "gather", rows: int = 0
+) -> dict[str, Any]:
+    """The kernel's constexprs; `rows` > 0: `cluster_rows_prefetch`'s, that many rows a cluster."""
     if n % ctas or (n // ctas) & (n // ctas - 1):
         raise ValueError(f"{n} elements do not split into {ctas} power-of-two slices")
-    asm, cons = cluster_gather_asm(ctas, [f32] * KERNELS[op][2])
-    return {"ctas": ctas, "width": n // ctas, "asm": asm, "constraints": cons, "num_warps": num_warps}
+    asm, cons, tail_asm = exchange_asm(exchange, ctas, KERNELS[op][2])
+    if tail_asm and not shared:
+        raise ValueError(f"the {exchange} exchange needs the slice in shared memory")
+    cx = {"ctas": ctas, "width": n // ctas, "asm": asm, "constraints": cons, "num_warps": num_warps}
+    if rows:
+        if not shared or exchange not in ("gather", "none") or rows % 2:
+            raise ValueError("rows a cluster: an even number, the slice in shared memory, the gather exchange")
+        return cx | {"op": op, "rows": rows}
+    return cx | ({"tail_asm": tail_asm} if shared else {})
 
 
-def compile_report(op: str, n: int, ctas: int, num_warps: int, shared: bool, arch: str) -> dict[str, Any]:
+def compile_report(
+    op: str, n: int, ctas: int, num_warps: int, shared: bool, arch: str, exchange: str = "gather", rows: int = 0
+) -> dict[str, Any]:
     """Compiles without a GPU; the resources and the cluster instructions the PTX holds."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -340,12 +539,16 @@ def compile_report(op: str, n: int, ctas: int, num_warps: int, shared: bool, arc
 
     from tilec.emit.aot import cubin_registers, ptxas_report
 
-    pointers = POINTERS.get(op, ["x_ptr", "w_ptr", "b_ptr", "out_ptr"])
-    cx = constexprs(op, n, ctas, num_warps)
+    pointers = (
+        POINTERS.get(op, ["x_ptr", "w_ptr", "b_ptr", "out_ptr"]) if not rows else ["x_ptr", "w_ptr", "b_ptr", "out_ptr"]
+    )
+    cx = constexprs(op, n, ctas, num_warps, shared, exchange, rows)
     signature = {p: "*bf16" for p in pointers} | {name: "constexpr" for name in cx}
     attrs = {(i,): [["tt.divisibility", 16]] for i in range(len(pointers))}
     number = int(arch.removeprefix("sm_"))
-    source = GluonASTSource(kernel(op, shared), signature, constexprs=cx, attrs=attrs)
+    source = GluonASTSource(
+        kernel(op, shared) if not rows else cluster_rows_prefetch, signature, constexprs=cx, attrs=attrs
+    )
     k = triton.compile(source, target=GPUTarget("cuda", number, 32), options={"num_warps": num_warps, "num_ctas": ctas})
     ptx = k.asm["ptx"]
     return {
@@ -354,11 +557,13 @@ def compile_report(op: str, n: int, ctas: int, num_warps: int, shared: bool, arc
         "ctas": ctas,
         "num_warps": num_warps,
         "slice_in_shared": shared,
+        "exchange": exchange,
+        "rows": rows,
         "shared_bytes": k.metadata.shared,
         "registers": cubin_registers(k.asm["cubin"]),
         **ptxas_report(ptx, number),
         "cluster": f".reqnctapercluster {ctas}" in ptx,
-        "dsmem": "mapa.shared::cluster" in ptx and "ld.shared::cluster" in ptx,
+        "dsmem": "mapa.shared::cluster" in ptx and ("ld.shared::cluster" in ptx or "st.async" in ptx),
         "cluster_barrier": "barrier.cluster.wait" in ptx,
         "vector_loads": any(v in ptx for v in ("ld.global.v4", "ld.global.nc.v4", "cp.async.cg.shared.global")),
     }
@@ -376,30 +581,45 @@ def reference(op: str, x: Any, w: Any, b: Any) -> Any:
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS)).to(x.dtype) * w
 
 
-def checked(op: str, m: int, n: int, ctas: int, num_warps: int, shared: bool = False) -> tuple[Any, tuple[Any, ...]]:
+def checked(
+    op: str, m: int, n: int, ctas: int, num_warps: int, shared: bool = False, exchange: str = "gather", rows: int = 0
+) -> tuple[Any, tuple[Any, ...]]:
     """Random bf16 inputs, a launch of the cluster kernel on them, and its output checked against an
-    fp32 reference: (the launch, (x, w, b))."""
+    fp32 reference (not for the `none` exchange, which computes no row's statistics): (the launch,
+    (x, w, b))."""
     import torch
 
     from tilec.testing import assert_close
 
-    jit = kernel(op, shared)
-    cx = {k: v for k, v in constexprs(op, n, ctas, num_warps).items() if k != "num_warps"}
+    jit = kernel(op, shared) if not rows else cluster_rows_prefetch
+    cx = {k: v for k, v in constexprs(op, n, ctas, num_warps, shared, exchange, rows).items() if k != "num_warps"}
     x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
     w, b = (torch.randn(n, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     out = torch.full_like(x, float("nan"))
-    args = {"rmsnorm": (x, w, out), "softmax": (x, out)}.get(op, (x, w, b, out))
+    args = {"rmsnorm": (x, w, out), "softmax": (x, out)}.get(op, (x, w, b, out)) if not rows else (x, w, b, out)
+    grid = (m // rows,) if rows else (m,)
 
     def launch() -> None:
-        jit[(m,)](*args, **cx, num_warps=num_warps, num_ctas=ctas)  # the grid counts clusters
+        jit[grid](*args, **cx, num_warps=num_warps, num_ctas=ctas)  # the grid counts clusters
 
     launch()
-    what = f"{op} {m}x{n} over {ctas} CTAs" + (", the slices in shared memory" if shared else "")
+    torch.cuda.synchronize()
+    if exchange == "none" and ctas > 1:
+        return launch, (x, w, b)
+    what = f"{op} {m}x{n} over {ctas} CTAs, the {exchange} exchange" + (
+        ", the slices in shared memory" if shared else ""
+    )
+    what += f", {rows} rows a cluster" if rows else ""
     assert_close(out, reference(op, x.float(), w.float(), b.float()), torch.bfloat16, what=what)
     return launch, (x, w, b)
 
 
-def run(op: str, m: int, n: int, ctas: int, num_warps: int, shared: bool) -> dict[str, Any]:
+STOCK: dict[tuple[str, int, int], Any] = {}  # stock torch.compile, compiled once an (op, M, N)
+
+
+def run(
+    op: str, m: int, n: int, ctas: int, num_warps: int, shared: bool, exchange: str = "gather", rows: int = 0
+) -> dict[str, Any]:
     """Checks the kernel against an fp32 reference, then times it, stock torch.compile and a copy."""
     import functools
 
@@ -407,8 +627,12 @@ def run(op: str, m: int, n: int, ctas: int, num_warps: int, shared: bool) -> dic
 
     from tilec.runtime.timing import device_ms
 
-    ours, inputs = checked(op, m, n, ctas, num_warps, shared)
-    stock = torch.compile(functools.partial(reference, op), dynamic=False)
+    if exchange == "alone":  # C times the rows, each a CTA's slice long, one CTA a row
+        ours, _ = checked(op, m * ctas, n // ctas, 1, num_warps, shared, "none")
+        inputs = tuple(t.view(m, n) if t.dim() == 2 else t.repeat(ctas) for t in _)
+    else:
+        ours, inputs = checked(op, m, n, ctas, num_warps, shared, exchange, rows)
+    stock = STOCK.setdefault((op, m, n), torch.compile(functools.partial(reference, op), dynamic=False))
     stock(*inputs)
     # the model bytes: x read, the output written; a copy of x reads and writes as many
     src = torch.empty(m * n, device="cuda", dtype=torch.bfloat16)
@@ -421,6 +645,8 @@ def run(op: str, m: int, n: int, ctas: int, num_warps: int, shared: bool) -> dic
         "ctas": ctas,
         "num_warps": num_warps,
         "slice_in_shared": shared,
+        "exchange": exchange,
+        "rows": rows,
         "ms": ms,
         "stock_ms": stock_ms,
         "copy_ms": copy,
@@ -469,11 +695,37 @@ def main(argv: list[str]) -> int:
         metavar="MxN,...",
         help="time tests/kernels/rmsnorm_cluster_smem.tile as tilec emits it at these shapes (N a multiple of 32)",
     )
+    p.add_argument(
+        "--exchange",
+        default="gather",
+        help=f"exchanges to run each case with, comma-separated, of {', '.join(EXCHANGES)} (default: gather)",
+    )
+    p.add_argument("--shapes", help="only the cases of these shapes (MxN, comma-separated)")
+    p.add_argument(
+        "--rows",
+        default="0",
+        help="rows a cluster, comma-separated (0: one, as the *_smem kernels; an even number: "
+        "cluster_rows_prefetch's, the slice in shared memory only, exchanges gather and none)",
+    )
+    p.add_argument("--shared-only", action="store_true", help="only the cases with the slice in shared memory")
     args = p.parse_args(argv)
-    cases = [case for case in CASES if case[0] in args.ops.split(",")]
+    exchanges = args.exchange.split(",")
+    if unknown := set(exchanges) - set(EXCHANGES):
+        p.error(f"unknown exchange {', '.join(sorted(unknown))}: choose from {', '.join(EXCHANGES)}")
+    cases = [
+        (*case, exchange, rows)
+        for case in CASES
+        for rows in (int(r) for r in args.rows.split(","))
+        for exchange in exchanges
+        if case[0] in args.ops.split(",")
+        and (not args.shapes or f"{case[1]}x{case[2]}" in args.shapes.split(","))
+        and (case[5] or not args.shared_only)
+        and (case[5] or exchange != "deferred")  # its tail is the shared-memory kernels'
+        and (not rows or (case[5] and exchange in ("gather", "none")))
+    ]
     if args.compile:
-        for op, _, n, ctas, warps, shared in cases:
-            print(json.dumps(compile_report(op, n, ctas, warps, shared, args.compile)), flush=True)
+        for op, _, n, ctas, warps, shared, exchange, rows in cases:
+            print(json.dumps(compile_report(op, n, ctas, warps, shared, args.compile, exchange, rows)), flush=True)
         return 0
     import torch
     import triton
@@ -487,13 +739,17 @@ def main(argv: list[str]) -> int:
             r = run_ir(m, n)
             print(f"| {r['shape']} | {r['ir_pct_of_copy']:.1f} | {r['hand_pct_of_copy']:.1f} |", flush=True)
         return 0
-    print("| op | MxN | CTAs a row | warps | slice in | ms | % of copy | stock ms | stock % of copy |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| op | MxN | CTAs a row | warps | slice in | exchange | rows a cluster | ms | % of copy | stock ms | stock % of copy |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for case in cases:
         r = run(*case)
         where = "shared" if r["slice_in_shared"] else "registers"
         print(
-            f"| {r['op']} | {r['shape']} | {r['ctas']} | {r['num_warps']} | {where} | {r['ms']:.4f} | {r['pct_of_copy']:.1f} | "
+            f"| {r['op']} | {r['shape']} | {r['ctas']} | {r['num_warps']} | {where} | {r['exchange']} | {r['rows'] or 1} | "
+            f"{r['ms']:.4f} | "
+            f"{r['pct_of_copy']:.1f} | "
             f"{r['stock_ms']:.4f} | {r['stock_pct_of_copy']:.1f} |",
             flush=True,
         )

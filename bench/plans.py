@@ -112,17 +112,23 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
         # warps (at least 8 elements a thread a chunk), the slice in 2 to 8 chunks of at most 64
         # KiB in all (several CTAs an SM). A probe of the form (bench/cluster.py,
         # bench/results/2026-11-27-h100-cluster) beat the one-CTA loop from rows of 131072 on both GPUs
+        # From rows of 131072, where they win: also clusters of 16 CTAs, and each cluster size with
+        # the exchange that pushes each CTA's partials into its peers' shared memory (`-push`:
+        # exchange=push). In a probe on the H100 (bench/results/2026-11-27-h100-exchange) the CTAs'
+        # wait at the exchange cost 5-20 points of a copy, and which exchange waited less depended
+        # on the op, the cluster and the warps
         if n >= 65536:
-            for ctas in (4, 8):
+            for ctas in (4, 8, 16) if n >= 131072 else (4, 8):
                 for w in (4, 8, 16):
                     for c in (2048, 4096, 8192):
                         k = n // (ctas * c)
                         fits = n // ctas * 2 <= 65536 and c >= 8 * 32 * w
                         if n % (ctas * c) == 0 and 2 <= k <= 8 and fits:
-                            found[f"gluon-cl{ctas}-c{c}-w{w}"] = (
-                                "gluon",
-                                f"xblock=1,chunk={c},num_warps={w},cluster={ctas}",
-                            )
+                            options = f"xblock=1,chunk={c},num_warps={w},cluster={ctas}"
+                            if ctas < 16:
+                                found[f"gluon-cl{ctas}-c{c}-w{w}"] = ("gluon", options)
+                            if n >= 131072:
+                                found[f"gluon-cl{ctas}-c{c}-w{w}-push"] = ("gluon", options + ",exchange=push")
         return found
     found = {e: (e, "") for e in PIPELINES}
     for e in PIPELINES:

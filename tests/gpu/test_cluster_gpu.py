@@ -35,3 +35,90 @@ def test_a_row_split_across_a_cluster_equals_the_reference(
     if not hopper():
         pytest.skip("thread-block clusters need Hopper or newer")
     cluster.checked(op, 37, n, ctas, warps, shared)
+
+
+@pytest.mark.parametrize("exchange", ["deferred", "push"])
+@pytest.mark.parametrize(
+    ("op", "n", "ctas", "warps", "shared"),
+    [
+        ("rmsnorm", 131072, 8, 4, True),
+        ("softmax", 262144, 8, 8, True),
+        ("layernorm", 131072, 4, 8, True),
+        ("rmsnorm", 131072, 4, 16, False),
+    ],
+)
+def test_each_exchange_equals_the_reference(
+    cluster, op: str, n: int, ctas: int, warps: int, shared: bool, exchange: str
+) -> None:
+    """The exchange with the second barrier's wait at the kernel's end, and the one pushing each
+    CTA's partials into its peers' shared memory (st.async onto their mbarriers): every launch
+    (of several: a race shows in one of a few) equals the reference."""
+    from gpu_support import hopper
+
+    if not hopper():
+        pytest.skip("thread-block clusters need Hopper or newer")
+    if exchange == "deferred" and not shared:
+        pytest.skip("the deferred wait is the shared-memory kernels'")
+    for _ in range(4):
+        cluster.checked(op, 133, n, ctas, warps, shared, exchange)
+
+
+@pytest.mark.parametrize("rows", [2, 8])
+@pytest.mark.parametrize(
+    ("op", "n", "ctas", "warps"),
+    [("rmsnorm", 131072, 8, 4), ("softmax", 262144, 8, 8), ("layernorm", 131072, 4, 8), ("layernorm", 262144, 16, 8)],
+)
+def test_several_rows_a_cluster_equal_the_reference(cluster, op: str, n: int, ctas: int, warps: int, rows: int) -> None:
+    """Rows taken in pairs by each cluster, the next row's copies issued before this row's exchange
+    (two sets of buffers): a copy landing in the set still being read, or an exchange mixing two
+    rows' partials, would change the output."""
+    from gpu_support import hopper
+
+    if not hopper():
+        pytest.skip("thread-block clusters need Hopper or newer")
+    for _ in range(3):
+        cluster.checked(op, 5 * rows, n, ctas, warps, True, "gather", rows)
+
+
+@pytest.mark.parametrize("exchange", ["barriers", "push"])
+@pytest.mark.parametrize(
+    ("op", "cols", "ctas", "chunk", "warps"), [("softmax", 262144, 16, 4096, 8), ("layernorm", 131072, 8, 4096, 4)]
+)
+def test_the_plans_cluster_form_launches_as_the_hook_launches_it(
+    op: str, cols: int, ctas: int, chunk: int, warps: int, exchange: str
+) -> None:
+    """The frontend's kernel through the Gluon pipeline with the plan's `cluster` option (clusters
+    of 16 CTAs included, a size Hopper allows only on request), loaded as the hook loads a kernel
+    it took and run three times (Triton, the compiled kernel, its bound C launcher): equal to the
+    op."""
+    import torch
+    from bench_scripts import meta_kernel
+    from gpu_support import hopper
+
+    from tilec.emit.gluon import emit_gluon
+    from tilec.ir import Module, parse, print_module
+    from tilec.passes import run_pipeline
+    from tilec.passes.pipelines import with_plan
+    from tilec.runtime.launch import load_kernel
+    from tilec.testing import assert_close
+
+    if not hopper():
+        pytest.skip("thread-block clusters need Hopper or newer")
+    module = parse(print_module(Module([meta_kernel(op, 512, cols).kernel])))  # a grid of 512 clusters
+    plan = f"xblock=1,chunk={chunk},num_warps={warps},cluster={ctas},exchange={exchange}"
+    run_pipeline(module, with_plan("gluon-default", plan))
+    kernel = module.kernels[0]
+    assert kernel.launch.num_ctas == ctas
+    taken = load_kernel(kernel.name, emit_gluon(kernel).source, "gluon", order=list(range(len(kernel.params))))
+    x = torch.randn(512, cols, device="cuda", dtype=torch.bfloat16)
+    w, b = (torch.randn(cols, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    xf = x.float()
+    if op == "softmax":
+        expected, inputs = torch.softmax(xf, -1), (x,)
+    else:
+        expected, inputs = torch.nn.functional.layer_norm(xf, (cols,), w.float(), b.float(), 1e-6), (x, w, b)
+    for _ in range(3):
+        y = torch.full_like(x, float("nan"))
+        taken.run(*inputs, y, stream=torch.cuda.current_stream().cuda_stream)
+        torch.cuda.synchronize()
+        assert_close(y.float(), expected.to(torch.bfloat16).float(), torch.bfloat16, what=f"{op} {plan}")

@@ -76,17 +76,23 @@ def rmsnorm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     ],
 )
 @pytest.mark.parametrize("rows", [1, 5, 131, 4099])
-def test_a_row_split_over_a_cluster_equals_eager(form: str, param: str, unit: int, per: int, rows: int) -> None:
+@pytest.mark.parametrize("exchange", ["barriers", "push"])
+def test_a_row_split_over_a_cluster_equals_eager(
+    form: str, param: str, unit: int, per: int, rows: int, exchange: str
+) -> None:
     """rmsnorm_cluster.tile (each row over a cluster of 4 CTAs) and rmsnorm_cluster_smem.tile (over
     8, each slice copied into shared memory by cp.async): launched as clusters (the grid counts
-    them), the partial sums exchanged by `tile.cluster_gather`. Launched as the hook
-    launches a kernel it took, three times: through Triton (compiling it), then the compiled
+    them), the partial sums exchanged by `tile.cluster_gather` (either exchange). Launched as the
+    hook launches a kernel it took, three times: through Triton (compiling it), then the compiled
     kernel directly, then its bound C launcher — each path must launch clusters."""
     from tilec.emit.gluon import emit_gluon
     from tilec.runtime.launch import load_kernel
 
     kernel = parse((KERNELS / f"{form}.tile").read_text()).kernels[0]
     kernel.constexprs[param] = unit
+    for op in kernel.walk():
+        if op.name == "tile.cluster_gather":
+            op.attributes["exchange"] = exchange
     taken = load_kernel(form, emit_gluon(kernel).source, "gluon", order=[0, 1, 2, 3])
     cols = per * unit
     x = torch.randn(rows, cols, device="cuda").to(torch.bfloat16)

@@ -251,6 +251,28 @@ def test_cluster_kernels_compile_for_hopper() -> None:
             assert r["shared_bytes"] >= r["n"] // r["ctas"] * 2 and r["registers"] <= 64, r
 
 
+def test_cluster_kernels_compile_with_each_exchange_and_several_rows() -> None:
+    """bench/cluster.py's other exchanges (the second wait at the end; the partials pushed into
+    the peers' shared memory: `st.async`, no remote reads) and its kernel of several rows a
+    cluster (two sets of buffers: twice the shared memory) compile for sm_90, nothing spilled."""
+    import os
+    import subprocess
+
+    script = BENCH.parent / "cluster.py"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    args = ["--compile", "sm_90", "--ops", "softmax", "--shapes", "4096x131072", "--shared-only"]
+    runs = [args + ["--exchange", "deferred,push"], args + ["--rows", "2"]]
+    reports = []
+    for argv in runs:
+        done = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        reports += [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert {(r["exchange"], r["rows"]) for r in reports} == {("deferred", 0), ("push", 0), ("gather", 2)}
+    for r in reports:
+        assert r["cluster"] and r["dsmem"] and r["cluster_barrier"] and r["stack_bytes"] == 0, r
+        assert r["shared_bytes"] >= (2 if r["rows"] else 1) * r["n"] // r["ctas"] * 2, r
+
+
 def test_surveyed_plans_build_for_every_op() -> None:
     """bench/plans.py's plans (the evidence of the chooser's rules): each builds the pipeline it
     names and emits its emitter's code for every op (the residual-fused norms too), at rows that fit one tile (1024, 16384) and
@@ -258,7 +280,7 @@ def test_surveyed_plans_build_for_every_op() -> None:
     program, chunk and warps it names (a chunk shorter than a row that fits: the loop), and the
     second read reversed and the stores evict-first where it says so (`-rev`, `-st`), and each row
     split across a cluster of the CTAs it names (`-clC`: one row a cluster, each CTA's slice in
-    shared memory in chunks of the chunk it names)."""
+    shared memory in chunks of the chunk it names; `-push`: its gather pushing to the peers)."""
     from tilec.emit.gluon import emit_gluon
     from tilec.emit.triton import emit_triton
     from tilec.ir import parse, print_kernel
@@ -267,7 +289,7 @@ def test_surveyed_plans_build_for_every_op() -> None:
     survey = load("plans")
     assert survey.main(["--list"]) == 0
     named = re.compile(
-        r"(gluon|triton)-(?:cl(\d+)-)?(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)(?:-k(\d+))?(?:-(rev|st|rev-st))?"
+        r"(gluon|triton)-(?:cl(\d+)-)?(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)(?:-k(\d+))?(?:-(rev|st|rev-st|push))?"
     )
     lengths = {op: (1024, 16384, 32768, 50257, 131072) for op in survey.OPS}
     lengths |= {op: (2048, 50257) for op in survey.RESIDUAL_OPS}  # one row that fits a tile, one that loops
@@ -292,6 +314,8 @@ def test_surveyed_plans_build_for_every_op() -> None:
                         buffers = [o.result.type for o in kernel.walk() if o.name == "tile.smem_alloc"]
                         assert buffers and all(t.shape == (int(ctas), int(chunk)) for t in buffers), name
                         assert len(buffers) == n // (int(ctas) * int(chunk)), name
+                        exchanges = {o.attr("exchange") for o in kernel.walk() if o.name == "tile.cluster_gather"}
+                        assert exchanges == {"push" if found[8] == "push" else "barriers"}, name
                         continue
                     # the second read turned around (`reverse`), the rows written evict-first (`stream`)
                     reread = found[8] or ""

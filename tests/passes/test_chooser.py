@@ -630,28 +630,29 @@ def test_a_table_derived_from_a_run_is_a_valid_table_for_its_gpu(monkeypatch: py
         ("rmsnorm", 4096, 32768, "triton", "xblock=1,chunk=8192,num_warps=32,reverse=true"),
         ("rmsnorm", 4096, 50257, "triton", "xblock=1,chunk=16384,num_warps=16,reverse=true,stream=true"),
         ("rmsnorm", 4096, 65536, "triton", "xblock=1,chunk=32768,num_warps=32,stream=true"),
-        ("rmsnorm", 4096, 131072, "gluon", "xblock=1,chunk=8192,num_warps=16,cluster=4"),
+        ("rmsnorm", 4096, 131072, "gluon", "xblock=1,chunk=8192,num_warps=16,cluster=4,exchange=push"),
         ("rmsnorm", 2048, 262144, "gluon", "xblock=1,chunk=8192,num_warps=16,cluster=8"),
         ("layernorm", 4096, 32768, "triton", "xblock=1,chunk=16384,num_warps=16,stream=true"),
         ("layernorm", 4096, 50257, "triton", "xblock=1,chunk=16384,num_warps=16"),
         ("layernorm", 4096, 65536, "triton", "xblock=1,chunk=32768,num_warps=32,stream=true"),
-        ("layernorm", 4096, 131072, "gluon", "xblock=1,chunk=8192,num_warps=4,cluster=8"),
-        ("layernorm", 2048, 262144, "gluon", "xblock=1,chunk=8192,num_warps=8,cluster=8"),
+        ("layernorm", 4096, 131072, "gluon", "xblock=1,chunk=8192,num_warps=8,cluster=4,exchange=push"),
+        ("layernorm", 2048, 262144, "gluon", "xblock=1,chunk=8192,num_warps=8,cluster=8,exchange=push"),
         ("softmax", 4096, 32768, "triton", "xblock=1,chunk=16384,num_warps=16,reverse=true"),
         ("softmax", 4096, 50257, "triton", "xblock=1,chunk=16384,num_warps=16,stream=true"),
-        ("softmax", 4096, 131072, "triton", "xblock=1,chunk=32768,num_warps=32,stream=true"),
-        ("softmax", 2048, 262144, "gluon", "xblock=1,chunk=8192,num_warps=4,cluster=8"),
+        ("softmax", 4096, 131072, "gluon", "xblock=1,chunk=4096,num_warps=4,cluster=16,exchange=push"),
+        ("softmax", 2048, 262144, "gluon", "xblock=1,chunk=4096,num_warps=8,cluster=16,exchange=push"),
     ],
 )
 def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, expected: str, plan: str) -> None:
     """Rows of 32K elements and more: the plan that measured best for the op and length on the
     H100 — the Triton loop, its second read reversed and the rows written evict-first where that
-    measured faster, and from rows of 131072 (softmax: 262144) each row split across a cluster
-    (bench/results/2026-11-27-h100-long-rows: a survey of the long rows alone, before the whole
-    survey's rules in the table)."""
+    measured faster (bench/results/2026-11-27-h100-long-rows: a survey of the long rows alone,
+    before the whole survey's rules in the table), and from rows of 131072 each row split across a
+    cluster, its partials pushed to the peers where that measured faster (-h100-exchange, a
+    survey of those rows alone, before it)."""
     choice = choose(meta_kernel(name, rows, cols).kernel, hopper=True)
     assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (expected, plan), choice
-    assert "2026-11-27-h100-long-rows" in choice.reason
+    assert ("2026-11-27-h100-exchange" if cols >= 131072 else "2026-11-27-h100-long-rows") in choice.reason
 
 
 def test_the_h200_caches_softmax_rows_of_32768_in_shared_memory() -> None:
@@ -679,6 +680,7 @@ def test_the_h200_caches_softmax_rows_of_32768_in_shared_memory() -> None:
         (
             "H100",
             (
+                "2026-11-27-h100-exchange",
                 "2026-11-27-h100-long-rows",
                 "2026-11-26-h100-narrow-ends",
                 "2026-11-26-h100-residual",
@@ -694,6 +696,7 @@ def test_the_h200_caches_softmax_rows_of_32768_in_shared_memory() -> None:
         (
             "H200",
             (
+                "2026-11-27-h200-exchange",
                 "2026-11-27-h200-long-rows",
                 "2026-11-27-h200-survey",
                 "2026-11-26-h200-fanout",

@@ -58,21 +58,24 @@ def clustered(op: str, cols: int, pipeline: str) -> Any:
     rows=st.integers(1, 3),
     seed=st.integers(0, 2**16),
     through_plan=st.booleans(),
+    exchange=st.sampled_from(["barriers", "push"]),
 )
 def test_a_row_split_across_a_cluster_computes_the_op(
-    op: str, cols: int, ctas: int, chunks: int, rows: int, seed: int, through_plan: bool
+    op: str, cols: int, ctas: int, chunks: int, rows: int, seed: int, through_plan: bool, exchange: str
 ) -> None:
     """Each CTA's statistics over its slice, gathered and folded in CTA order: the row's, in every
     CTA; the slice read from shared memory after its group's wait (the interpreter would report a
     read before it). Equal to the op within bf16 rounding (the sums' order differs from torch's).
-    `through_plan`: the Gluon pipeline with the plan's `cluster` option, every later pass on it."""
+    `through_plan`: the Gluon pipeline with the plan's `cluster` option, every later pass on it.
+    `exchange`: the gather's (how the GPU exchanges the values; the interpreter gathers alike)."""
     chunk = cols // (ctas * chunks)
     if through_plan:
-        pipeline = with_plan("gluon-default", f"xblock=1,chunk={chunk},num_warps=4,cluster={ctas}")
+        pipeline = with_plan("gluon-default", f"xblock=1,chunk={chunk},num_warps=4,cluster={ctas},exchange={exchange}")
     else:
-        pipeline = f"cluster-rows{{ctas={ctas},chunks={chunks},warps=4}},canonicalize,cse,dce"
+        pipeline = f"cluster-rows{{ctas={ctas},chunks={chunks},warps=4,exchange={exchange}}},canonicalize,cse,dce"
     kernel = clustered(op, cols, pipeline)
     assert kernel.launch.num_ctas == ctas and kernel.attributes["cluster"] == ctas
+    assert {o.attr("exchange") for o in kernel.walk() if o.name == "tile.cluster_gather"} == {exchange}
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(rows, cols, generator=g).bfloat16()
     w, b = torch.randn(cols, generator=g).bfloat16(), torch.randn(cols, generator=g).bfloat16()
@@ -92,16 +95,21 @@ def test_a_row_that_does_not_split_is_planned_as_usual_with_a_remark() -> None:
     assert any("cluster=8: a row of 50257 does not split" in str(r) for r in remarks), remarks
 
 
+@pytest.mark.parametrize("exchange", ["barriers", "push"])
 @pytest.mark.parametrize("op", OPS)
-def test_the_clustered_kernels_compile_for_hopper(op: str) -> None:
+def test_the_clustered_kernels_compile_for_hopper(op: str, exchange: str) -> None:
     """Through the Gluon pipeline with the plan's `cluster` option (the survey's and the rules'
-    form): clusters of 8, the exchange in the PTX, each CTA's slice its shared memory (4 chunks of
-    4096 bf16: 32 KiB), nothing spilled."""
-    kernel = clustered(op, 131072, with_plan("gluon-default", "xblock=1,chunk=4096,num_warps=4,cluster=8"))
-    report = check_compile(emit_gluon(kernel), "sm_90")
+    form): clusters of 8, the exchange in the PTX (the peers' slots read, or written by st.async
+    onto their mbarriers), each CTA's slice its shared memory (4 chunks of 4096 bf16: 32 KiB),
+    nothing spilled."""
+    plan = f"xblock=1,chunk=4096,num_warps=4,cluster=8,exchange={exchange}"
+    kernel = clustered(op, 131072, with_plan("gluon-default", plan))
+    source = emit_gluon(kernel)
+    report = check_compile(source, "sm_90")
     assert report.ok, report.error + "\n" + report.detail
     assert report.num_ctas == 8 and report.cluster_exchange and report.spills == 0, report.summary()
     assert 32768 <= report.shared_bytes < 32768 + 1024, report.summary()
+    assert ("st.async.shared::cluster" in source.source) == (exchange == "push")
 
 
 # every cluster plan the GPUs' tables take: (op, the row length its rule starts at, the plan)

@@ -115,8 +115,10 @@ def compile_module(path: str, arch_name: str) -> dict[str, Any]:
         "shared_bytes": int(k.metadata.shared),
         "num_warps": int(k.metadata.num_warps),
         "num_ctas": int(k.metadata.num_ctas),
-        # a cluster kernel's exchange: the peers' shared memory read between cluster barriers
-        "cluster_exchange": "ld.shared::cluster" in k.asm["ptx"] and "barrier.cluster.wait" in k.asm["ptx"],
+        # a cluster kernel's exchange: the peers' shared memory read between cluster barriers, or
+        # written into (st.async onto their mbarriers) after one
+        "cluster_exchange": "barrier.cluster.wait" in k.asm["ptx"]
+        and ("ld.shared::cluster" in k.asm["ptx"] or "st.async.shared::cluster" in k.asm["ptx"]),
     }
 
 

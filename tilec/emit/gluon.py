@@ -401,15 +401,61 @@ def _cta_barrier(e: GluonEmitter, o: Operation, d: int) -> None:
     e.emit(d, f"{e.api.cta_barrier}()", o)
 
 
-def cluster_gather_asm(ctas: int, dtypes: list[DType]) -> tuple[str, str]:
+def cluster_gather_asm(ctas: int, dtypes: list[DType], exchange: str = "barriers") -> tuple[str, str]:
     """Inline PTX giving every CTA of a cluster every CTA's value of each operand (one 32-bit
     value a thread each; all of a CTA's threads hold the same ones), and its constraints. Outputs
-    $0..$(k*ctas-1), value i of CTA r at $(i*ctas + r); inputs: this CTA's k values. Each CTA
-    stores its values to a shared-memory slot; a cluster barrier (release, acquire) makes them
-    visible; `mapa` + `ld.shared::cluster` read every peer's slot; a second release/acquire
-    barrier keeps every slot alive until all peers have read it — release, so that a CTA's reads
-    are done before it arrives (a peer that leaves while a read of its slot is in flight faults)."""
+    $0..$(k*ctas-1), value i of CTA r at $(i*ctas + r); inputs: this CTA's k values.
+
+    `barriers`: each CTA stores its values to a shared-memory slot; a cluster barrier (release,
+    acquire) makes them visible; `mapa` + `ld.shared::cluster` read every peer's slot; a second
+    release/acquire barrier keeps every slot alive until all peers have read it — release, so
+    that a CTA's reads are done before it arrives (a peer that leaves while a read of its slot is
+    in flight faults).
+
+    `push`: thread 0 initializes an mbarrier expecting the cluster's k*ctas*4 bytes; a cluster
+    barrier (after `fence.mbarrier_init`) makes every CTA's mbarrier ready before any peer writes;
+    thread r < ctas writes this CTA's values into CTA r's slots with `st.async`, each completing
+    its bytes on CTA r's mbarrier; every thread waits on its own mbarrier (phase 0) and reads its
+    slots. No CTA reads another's shared memory, and none leaves before its own slots are full, so
+    no second barrier is needed. The mbarrier is used once: the asm runs once a kernel."""
     k = len(dtypes)
+    code = ["f" if dt.is_float else "r" for dt in dtypes]
+    constraints = ",".join([f"={c}" for c in code for _ in range(ctas)] + code)
+    if exchange == "push":
+        slot, bar = "tilec_push_slot", "tilec_push_bar"
+        lines = [
+            "{",
+            ".reg .b32 %tilec_t, %tilec_me, %tilec_slot, %tilec_bar;",
+            ".reg .b64 %tilec_state;",
+            ".reg .pred %tilec_first, %tilec_sender, %tilec_done;",
+            f".shared .align 8 .b64 {bar};",
+            f".shared .align 16 .b32 {slot}[{ctas * k}];",
+            "mov.u32 %tilec_t, %tid.x;",
+            "mov.u32 %tilec_me, %cluster_ctarank;",
+            "setp.eq.u32 %tilec_first, %tilec_t, 0;",
+            f"@%tilec_first mbarrier.init.shared::cta.b64 [{bar}], 1;",
+            f"@%tilec_first mbarrier.arrive.expect_tx.shared::cta.b64 %tilec_state, [{bar}], {4 * ctas * k};",
+            "fence.mbarrier_init.release.cluster;",
+            "barrier.cluster.arrive.relaxed.aligned;",
+            "barrier.cluster.wait.aligned;",
+            f"setp.lt.u32 %tilec_sender, %tilec_t, {ctas};",
+            f"@%tilec_sender mapa.shared::cluster.u32 %tilec_slot, {slot}, %tilec_t;",
+            f"@%tilec_sender mapa.shared::cluster.u32 %tilec_bar, {bar}, %tilec_t;",
+            "@%tilec_sender mad.lo.u32 %tilec_slot, %tilec_me, 4, %tilec_slot;",
+        ]
+        lines += [
+            f"@%tilec_sender st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 "
+            f"[%tilec_slot+{4 * i * ctas}], ${ctas * k + i}, [%tilec_bar];"
+            for i in range(k)
+        ]
+        lines += [
+            "tilec_push_wait_${:uid}:",
+            f"mbarrier.try_wait.parity.shared::cta.b64 %tilec_done, [{bar}], 0;",
+            "@!%tilec_done bra tilec_push_wait_${:uid};",
+        ]
+        lines += [f"ld.shared.b32 ${j}, [{slot}+{4 * j}];" for j in range(k * ctas)]
+        return "\n".join(lines + ["}"]), constraints
+    assert exchange == "barriers", exchange
     slot = "tilec_cluster_slot"
     lines = ["{", ".reg .b32 %tilec_addr;", f".shared .align 16 .b32 {slot}[{k}];"]
     lines += [f"st.shared.b32 [{slot}+{4 * i}], ${ctas * k + i};" for i in range(k)]
@@ -418,16 +464,14 @@ def cluster_gather_asm(ctas: int, dtypes: list[DType]) -> tuple[str, str]:
         lines.append(f"mapa.shared::cluster.u32 %tilec_addr, {slot}, {r};")
         lines += [f"ld.shared::cluster.b32 ${i * ctas + r}, [%tilec_addr+{4 * i}];" for i in range(k)]
     lines += ["barrier.cluster.arrive.release.aligned;", "barrier.cluster.wait.acquire.aligned;", "}"]
-    code = ["f" if dt.is_float else "r" for dt in dtypes]
-    constraints = [f"={c}" for c in code for _ in range(ctas)] + code
-    return "\n".join(lines), ",".join(constraints)
+    return "\n".join(lines), constraints
 
 
 def _cluster_gather(e: GluonEmitter, o: Operation, d: int) -> None:
     assert isinstance(o, ClusterGatherOp)
     ctas = e.k.launch.num_ctas
     dtypes = [v.type.dtype for v in o.values]  # type: ignore[attr-defined]
-    asm, constraints = cluster_gather_asm(ctas, dtypes)
+    asm, constraints = cluster_gather_asm(ctas, dtypes, o.attr("exchange"))
     code, codes = e.constant("CLUSTER_GATHER", repr(asm)), e.constant("CLUSTER_GATHER_C", repr(constraints))
     out = ", ".join(e.dtype(dt) for dt in dtypes for _ in range(ctas))
     call = (

@@ -203,11 +203,68 @@ class Rule:
 # run at those shapes: the op's whole backward, tilec's banded kernel against stock's; two row
 # inputs: x and dy; three to five: the residual-fused norms, also read by two or three projections);
 # last, the models' other kernels, timed in place (figures in device microseconds: "MxN tilec vs
-# stock us"; a pointwise kernel's M is its elements). First, the bf16 rows of 32768 elements and
-# more from the survey of the long rows alone (bench/plans.py --min-row 32768), its plans with the
-# second read reversed and the rows written evict-first (`reverse`, `stream`: the `reread` pass)
-# among them: before the whole survey's rules, which decide the shorter rows.
+# stock us"; a pointwise kernel's M is its elements). First, the bf16 rows of 131072 elements and
+# more from a survey of those rows alone (bench/plans.py --min-row 131072), its cluster plans with
+# clusters of 16 and the exchange that pushes each CTA's partials to its peers (`exchange=push`)
+# among them; then the rows of 32768 and more from the survey of the long rows alone (--min-row
+# 32768), its plans with the second read reversed and the rows written evict-first (`reverse`,
+# `stream`: the `reread` pass) among them: both before the whole survey's rules, which decide the
+# shorter rows.
 RULES: tuple[Rule, ...] = (
+    Rule(
+        "mean-var",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h100-exchange",
+        "4096x131072 90.8 vs 65.3",
+        plan="xblock=1,chunk=8192,num_warps=8,cluster=4,exchange=push",
+    ),
+    Rule(
+        "mean-var",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h100-exchange",
+        "2048x262144 81.6 vs 61.1",
+        plan="xblock=1,chunk=8192,num_warps=8,cluster=8,exchange=push",
+    ),
+    Rule(
+        "softmax",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h100-exchange",
+        "4096x131072 96.0 vs 60.1; 8192x131072 96.0 vs 60.9",
+        plan="xblock=1,chunk=4096,num_warps=4,cluster=16,exchange=push",
+    ),
+    Rule(
+        "softmax",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h100-exchange",
+        "2048x262144 94.2 vs 58.9",
+        plan="xblock=1,chunk=4096,num_warps=8,cluster=16,exchange=push",
+    ),
+    Rule(
+        "sum",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h100-exchange",
+        "4096x131072 100.0 vs 65.5",
+        plan="xblock=1,chunk=8192,num_warps=16,cluster=4,exchange=push",
+    ),
+    Rule(
+        "sum",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h100-exchange",
+        "2048x262144 90.4 vs 64.3",
+        plan="xblock=1,chunk=8192,num_warps=16,cluster=8",
+    ),
     Rule(
         "mean-var",
         65536,
@@ -236,24 +293,6 @@ RULES: tuple[Rule, ...] = (
         plan="xblock=1,chunk=32768,num_warps=32,stream=true",
     ),
     Rule(
-        "mean-var",
-        262144,
-        524288,
-        "gluon",
-        "2026-11-27-h100-long-rows",
-        "4096x131072 86.9 vs 65.3",
-        plan="xblock=1,chunk=8192,num_warps=4,cluster=8",
-    ),
-    Rule(
-        "mean-var",
-        524288,
-        2**62,
-        "gluon",
-        "2026-11-27-h100-long-rows",
-        "2048x262144 78.5 vs 60.9",
-        plan="xblock=1,chunk=8192,num_warps=8,cluster=8",
-    ),
-    Rule(
         "softmax",
         65536,
         100514,
@@ -270,24 +309,6 @@ RULES: tuple[Rule, ...] = (
         "2026-11-27-h100-long-rows",
         "32768x50257 86.9 vs 48.0; 8192x65536 97.9 vs 61.1",
         plan="xblock=1,chunk=16384,num_warps=16,stream=true",
-    ),
-    Rule(
-        "softmax",
-        262144,
-        524288,
-        "triton",
-        "2026-11-27-h100-long-rows",
-        "4096x131072 89.8 vs 60.0; 8192x131072 90.5 vs 60.8",
-        plan="xblock=1,chunk=32768,num_warps=32,stream=true",
-    ),
-    Rule(
-        "softmax",
-        524288,
-        2**62,
-        "gluon",
-        "2026-11-27-h100-long-rows",
-        "2048x262144 86.5 vs 58.8",
-        plan="xblock=1,chunk=8192,num_warps=4,cluster=8",
     ),
     Rule(
         "sum",
@@ -315,24 +336,6 @@ RULES: tuple[Rule, ...] = (
         "2026-11-27-h100-long-rows",
         "8192x65536 100.5 vs 69.8",
         plan="xblock=1,chunk=32768,num_warps=32,stream=true",
-    ),
-    Rule(
-        "sum",
-        262144,
-        524288,
-        "gluon",
-        "2026-11-27-h100-long-rows",
-        "4096x131072 92.6 vs 65.4",
-        plan="xblock=1,chunk=8192,num_warps=16,cluster=4",
-    ),
-    Rule(
-        "sum",
-        524288,
-        2**62,
-        "gluon",
-        "2026-11-27-h100-long-rows",
-        "2048x262144 90.5 vs 64.3",
-        plan="xblock=1,chunk=8192,num_warps=16,cluster=8",
     ),
     Rule(
         "mean-var",
@@ -1236,8 +1239,63 @@ def signature(kernel: Kernel) -> Signature:
 # Triton loop's second read of the row misses L2 there). The residual-fused norms' survey (2026-11-26-h200-residual) is not in it:
 # with its rules the models' inference ran slower at equal device time, so stock keeps them. Then
 # the norms' backward where Inductor fuses it (`tilec bench --bwd`, as the H100's). First, as in
-# the H100's, the long rows' survey with `reverse` and `stream` among its plans.
+# the H100's, the survey of rows of 131072 and more (clusters of 16, `exchange=push`), then the
+# long rows' survey with `reverse` and `stream` among its plans.
 H200_RULES: tuple[Rule, ...] = (
+    Rule(
+        "mean-var",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h200-exchange",
+        "4096x131072 78.2 vs 61.7",
+        plan="xblock=1,chunk=8192,num_warps=4,cluster=8,exchange=push",
+    ),
+    Rule(
+        "mean-var",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h200-exchange",
+        "2048x262144 69.5 vs 54.3",
+        plan="xblock=1,chunk=8192,num_warps=8,cluster=8,exchange=push",
+    ),
+    Rule(
+        "softmax",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h200-exchange",
+        "4096x131072 83.8 vs 46.6; 8192x131072 84.3 vs 47.5",
+        plan="xblock=1,chunk=8192,num_warps=4,cluster=8,exchange=push",
+    ),
+    Rule(
+        "softmax",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h200-exchange",
+        "2048x262144 75.8 vs 47.1",
+        plan="xblock=1,chunk=8192,num_warps=4,cluster=16,exchange=push",
+    ),
+    Rule(
+        "sum",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h200-exchange",
+        "4096x131072 91.8 vs 64.7",
+        plan="xblock=1,chunk=8192,num_warps=16,cluster=4,exchange=push",
+    ),
+    Rule(
+        "sum",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h200-exchange",
+        "2048x262144 82.9 vs 64.0",
+        plan="xblock=1,chunk=8192,num_warps=16,cluster=8,exchange=push",
+    ),
     Rule(
         "mean-var",
         65536,
@@ -1266,24 +1324,6 @@ H200_RULES: tuple[Rule, ...] = (
         plan="xblock=1,chunk=32768,num_warps=32,reverse=true",
     ),
     Rule(
-        "mean-var",
-        262144,
-        524288,
-        "triton",
-        "2026-11-27-h200-long-rows",
-        "4096x131072 74.5 vs 61.6",
-        plan="xblock=1,chunk=32768,num_warps=32,stream=true",
-    ),
-    Rule(
-        "mean-var",
-        524288,
-        2**62,
-        "triton",
-        "2026-11-27-h200-long-rows",
-        "2048x262144 64.0 vs 53.8",
-        plan="xblock=1,chunk=32768,num_warps=32,reverse=true,stream=true",
-    ),
-    Rule(
         "softmax",
         65536,
         100514,
@@ -1300,15 +1340,6 @@ H200_RULES: tuple[Rule, ...] = (
         "2026-11-27-h200-long-rows",
         "32768x50257 70.3 vs 36.0; 8192x65536 78.3 vs 46.9",
         plan="xblock=1,chunk=16384,num_warps=16,stream=true",
-    ),
-    Rule(
-        "softmax",
-        262144,
-        2**62,
-        "triton",
-        "2026-11-27-h200-long-rows",
-        "4096x131072 72.3 vs 46.4; 8192x131072 73.8 vs 47.7; 2048x262144 65.8 vs 46.6",
-        plan="xblock=1,chunk=16384,num_warps=16,reverse=true,stream=true",
     ),
     Rule(
         "sum",
@@ -1335,24 +1366,6 @@ H200_RULES: tuple[Rule, ...] = (
         "triton",
         "2026-11-27-h200-long-rows",
         "8192x65536 96.1 vs 68.4",
-        plan="xblock=1,chunk=32768,num_warps=32,reverse=true,stream=true",
-    ),
-    Rule(
-        "sum",
-        262144,
-        524288,
-        "triton",
-        "2026-11-27-h200-long-rows",
-        "4096x131072 80.5 vs 64.0",
-        plan="xblock=1,chunk=32768,num_warps=32,stream=true",
-    ),
-    Rule(
-        "sum",
-        524288,
-        2**62,
-        "triton",
-        "2026-11-27-h200-long-rows",
-        "2048x262144 73.0 vs 63.1",
         plan="xblock=1,chunk=32768,num_warps=32,reverse=true,stream=true",
     ),
     Rule("mean-var", 0, 4096, "stock", "2026-11-27-h200-survey", "32768x512 94.3 vs 96.7; 65536x1024 99.3 vs 99.1"),

@@ -25,12 +25,14 @@ top-level loops from 0 to the row length N (a constant) in steps of RBLOCK, the 
 alone carries values, each carried value folded by one combine op and used by nothing else in the
 loop; N must split into C * K chunks of a power of two (at least a warp's 32 threads wide). Else
 it leaves the kernel with a remark. It replaces `plan` (it assigns every layout); run
-`canonicalize`, `cse` and `dce` after it. Gluon only (clusters).
+`canonicalize`, `cse` and `dce` after it. Gluon only (clusters). Option `exchange` is the
+gather's (`barriers`, the default, or `push`: tile.cluster_gather says how each works).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, Literal
 
 from tilec.ir.builder import Builder
 from tilec.ir.core import Block, Kernel, Module, Operation, Value
@@ -61,9 +63,10 @@ class DeclinedError(Exception):
 
 
 class ClusterRowsRewriter:
-    def __init__(self, kernel: Kernel, ctas: int, chunks: int, warps: int) -> None:
+    def __init__(self, kernel: Kernel, ctas: int, chunks: int, warps: int, exchange: str = "barriers") -> None:
         self.k = kernel
         self.C, self.K, self.W = ctas, chunks, warps
+        self.exchange = exchange
         self.loops = self.row_loops()
         n = self.N
         if n % (ctas * chunks):
@@ -350,9 +353,13 @@ class ClusterRowsRewriter:
     ) -> list[Value]:
         """Every CTA's carried values gathered, folded in CTA order with the loop's own folds."""
         ctas = self.C
+        exchange: dict[str, Any] = {"exchange": self.exchange} if self.exchange != "barriers" else {}
         gathered: list[Value] = list(
             self.b.create(
-                "tile.cluster_gather", *carried, result_types=[v.type for v in carried for _ in range(ctas)]
+                "tile.cluster_gather",
+                *carried,
+                result_types=[v.type for v in carried for _ in range(ctas)],
+                **exchange,
             ).results
         )
         totals: list[Value] = [gathered[k * ctas] for k in range(len(carried))]
@@ -396,10 +403,10 @@ def _same(a: Value, b: Value) -> bool:
     return len(oa.operands) == len(ob.operands) and all(_same(x, y) for x, y in zip(oa.operands, ob.operands))
 
 
-def cluster_rows(kernel: Kernel, ctas: int, chunks: int, warps: int) -> str | None:
+def cluster_rows(kernel: Kernel, ctas: int, chunks: int, warps: int, exchange: str = "barriers") -> str | None:
     """Rewrites `kernel` into the cluster form; returns why not when it does not."""
     try:  # the kernel's body is replaced only once the whole new one is built
-        ClusterRowsRewriter(kernel, ctas, chunks, warps).run()
+        ClusterRowsRewriter(kernel, ctas, chunks, warps, exchange).run()
     except DeclinedError as e:
         return str(e)
     return None
@@ -411,6 +418,7 @@ class ClusterRows(Pass):
     ctas: int = 8
     chunks: int = 4
     warps: int = 4
+    exchange: Literal["barriers", "push"] = "barriers"  # tile.cluster_gather's
     unchanged = "its row is not split across a cluster"
 
     def __post_init__(self) -> None:  # (a pipeline's parser reports it as the pass's option error)
@@ -419,6 +427,6 @@ class ClusterRows(Pass):
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
-            why = cluster_rows(kernel, self.ctas, self.chunks, self.warps)
+            why = cluster_rows(kernel, self.ctas, self.chunks, self.warps, self.exchange)
             if why is not None:
                 self.remark(kernel, why)

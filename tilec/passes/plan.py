@@ -33,6 +33,7 @@ After (rnumel 1000):
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from tilec.ir.core import Kernel, Module
 from tilec.ir.errors import TilecError
@@ -226,6 +227,7 @@ class Plan(Pass):
     # shared memory in chunks of `chunk` (`cluster-rows`: Gluon, one row a cluster, `num_warps` a
     # CTA); a kernel it cannot take is planned as usual, with the remark why
     cluster: int = 0
+    exchange: Literal["barriers", "push"] = "barriers"  # the cluster's tile.cluster_gather's
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
@@ -241,7 +243,7 @@ class Plan(Pass):
                 kernel, f"cluster={self.cluster}: a row of {n} does not split into CTAs of chunks of {self.chunk}"
             )
             return False
-        why = cluster_rows(kernel, self.cluster, per_cta // self.chunk, self.num_warps or 4)
+        why = cluster_rows(kernel, self.cluster, per_cta // self.chunk, self.num_warps or 4, self.exchange)
         if why is not None:
             self.remark(kernel, f"cluster={self.cluster}: {why}")
         return why is None

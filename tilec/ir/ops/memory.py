@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from tilec.ir.core import Attr, Operand, Operation, Optional, Value, Variadic
+from tilec.ir.core import Attr, Operand, Operation, Optional, Value, Variadic, enclosing_ops
 from tilec.ir.dtypes import DType, Type, i1
 from tilec.ir.formatting import format_type
 from tilec.ir.ops.common import (
@@ -453,12 +453,20 @@ class ClusterGatherOp(Operation):
     of one element per CTA: shape [C] (C the kernel's `num_ctas`), element j held by CTA j (the
     layout's CTA bases [[1], [2], [4], ...]). Results, operand-major: result i*C + j is CTA j's
     element of operand i, in every element (every CTA holds it). On a GPU the CTAs exchange the
-    values through their shared memory (distributed shared memory) between cluster barriers, so
-    every CTA of the cluster must reach the op."""
+    values through their shared memory (distributed shared memory), so every CTA of the cluster
+    must reach the op. `exchange` says how, which changes no result:
+
+    - `barriers` (the default): each CTA stores its values in its own shared memory, and between
+      two cluster barriers reads every peer's;
+    - `push`: each CTA writes its values into every peer's shared memory, each write completing
+      bytes on the peer's mbarrier, and waits on its own for all of the cluster's — one cluster
+      barrier (after the mbarrier's initialization) and no remote reads. The mbarrier serves once,
+      so the op must stand at the kernel's top level (in no loop, conditional or partition)."""
 
     name = "tile.cluster_gather"
     values = Variadic()
     num_results = None
+    attrs = {"exchange": Attr("choice", required=False, default="barriers", choices=("barriers", "push"))}
 
     def verify_(self) -> None:
         if not self.operands:
@@ -484,3 +492,8 @@ class ClusterGatherOp(Operation):
         if ctas < 2:
             raise self.error("gathers across the CTAs of a cluster: the layout spans one CTA")
         check_results(self, [v.type for v in self.operands for _ in range(ctas)])
+        outer = next(enclosing_ops(self), None)
+        if self.attr("exchange") == "push" and outer is not None:
+            raise self.error(
+                f"exchange = \"push\" stands at the kernel's top level (its mbarrier serves once), not inside '{outer.name}'"
+            )
