@@ -81,6 +81,8 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         ("softmax", 4096, 8192),
         ("rmsnorm", 2048, 32768),  # a long row: the long-row candidates too
         ("softmax", 1024, 65536),
+        ("layernorm", 1024, 131072),  # and from 131072 on Hopper the cluster plans
+        ("softmax", 512, 262144),
     ],
 )
 def test_autotuned_kernels_are_right_and_cached(op: str, m: int, n: int, cache: Path) -> None:
@@ -88,6 +90,7 @@ def test_autotuned_kernels_are_right_and_cached(op: str, m: int, n: int, cache: 
 
     cands = autotune.candidates(hopper(), None, decline=True, target=device_target(torch.device("cuda")), n=n)
     assert (n > 16384) == any("num_warps=32" in c for c in cands)
+    assert (n >= 131072 and hopper()) == any("cluster=" in c for c in cands)
     torch.manual_seed(0)
     args = inputs(op, m, n)
     with tilec.config.patch(autotune=True, decline=True):

@@ -60,6 +60,22 @@ def test_long_rows_get_their_variants() -> None:
     assert not set(long) & set(forced) and set(cached) <= set(forced)
 
 
+def test_rows_of_131072_and_more_get_the_cluster_plans_they_split_into() -> None:
+    """From rows of 131072, on Hopper, the row split across a cluster in the forms the surveys
+    measured best (`CLUSTER_PLANS`), each where the row splits into its CTAs and chunks with at
+    most 32768 elements a CTA: all five at 131072, the clusters of 8 and 16 at 262144, none at
+    rows that do not split (150000) or are shorter, nor without Hopper."""
+    plans = {
+        n: [autotune.split(c)[1] for c in candidates(hopper=True, forced=None, decline=True, n=n)]
+        for n in (65536, 131072, 150000, 262144)
+    }
+    clustered = {n: [p for p in got if "cluster=" in p] for n, got in plans.items()}
+    assert clustered[131072] == autotune.CLUSTER_PLANS
+    assert clustered[262144] == [p for p in autotune.CLUSTER_PLANS if "cluster=4," not in p]
+    assert clustered[65536] == clustered[150000] == []
+    assert not any("cluster=" in c for c in candidates(hopper=False, forced=None, decline=True, n=131072))
+
+
 @pytest.mark.parametrize(
     "plan",
     sorted(

@@ -17,6 +17,7 @@ from profiles import examples
 from tilec import interp
 from tilec.emit.check import check_compile
 from tilec.emit.gluon import emit_gluon
+from tilec.inductor.autotune import CLUSTER_PLANS
 from tilec.ir import Module, parse, print_module
 from tilec.passes import run_pipeline
 from tilec.passes.base import collecting_remarks
@@ -112,17 +113,20 @@ def test_the_clustered_kernels_compile_for_hopper(op: str, exchange: str) -> Non
     assert ("st.async.shared::cluster" in source.source) == (exchange == "push")
 
 
-# every cluster plan the GPUs' tables take: (op, the row length its rule starts at, the plan)
+# every cluster plan the GPUs' tables take: (op, the row length its rule starts at, the plan),
+# and the autotuner's (at rows of 131072)
 FAMILIES = {"sum": "rmsnorm", "mean-var": "layernorm", "softmax": "softmax"}
 TABLE_PLANS = sorted(
     {(FAMILIES[r.family], r.lo // 2, r.plan) for t in TABLES.values() for r in t if "cluster=" in (r.plan or "")}
+    | {(op, 131072, plan) for op in OPS for plan in CLUSTER_PLANS}
 )
 
 
 @pytest.mark.parametrize(("op", "cols", "plan"), TABLE_PLANS)
 def test_each_cluster_rule_of_the_tables_computes_the_op(op: str, cols: int, plan: str) -> None:
-    """The tables' cluster plans at the first row length of their rules, through the Gluon
-    pipeline as the hook runs them: split across the cluster they name, equal to the op."""
+    """The tables' cluster plans at the first row length of their rules (and the autotuner's
+    cluster candidates), through the Gluon pipeline as the hook runs them: split across the
+    cluster they name, equal to the op."""
     kernel = clustered(op, cols, with_plan("gluon-default", plan))
     assert f"cluster={kernel.launch.num_ctas}" in plan
     x = torch.randn(1, cols).bfloat16()

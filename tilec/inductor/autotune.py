@@ -164,6 +164,31 @@ REREAD_PLANS = [
     "xblock=1,chunk=32768,num_warps=32,reverse=true,stream=true",
     "xblock=1,chunk=32768,num_warps=32,stream=true",
 ]
+# and from rows of 131072, on Hopper, each row split across a thread-block cluster (the plan's
+# `cluster`: cluster-rows), in the forms the surveys of those rows measured best for some op and
+# length on the H100 or the H200 (bench/results/2026-11-27-h100-exchange, -h200-exchange: RMSNorm
+# 4096x131072 100.0 / 91.8% of a copy in clusters of 4 over 16 warps, the partials pushed;
+# LayerNorm 2048x262144 81.6 / 69.5 in clusters of 8 over 8 warps, pushed; softmax 4096x131072
+# 96.0 in clusters of 16 on the H100, 83.8 in clusters of 8 over 4 warps on the H200; RMSNorm
+# 2048x262144 90.4 on the H100 with the barriers' exchange). Only where the row splits into the
+# plan's CTAs and chunks with at most 32768 elements a CTA (the surveys' bound: a 64 KiB bf16
+# slice leaves three CTAs an SM)
+CLUSTER_ROW = 131072
+CLUSTER_PLANS = [
+    "xblock=1,chunk=8192,num_warps=16,cluster=4,exchange=push",
+    "xblock=1,chunk=8192,num_warps=8,cluster=8,exchange=push",
+    "xblock=1,chunk=8192,num_warps=4,cluster=8,exchange=push",
+    "xblock=1,chunk=4096,num_warps=4,cluster=16,exchange=push",
+    "xblock=1,chunk=8192,num_warps=16,cluster=8",
+]
+
+
+def _splits(n: int, plan: str) -> bool:
+    """Whether rows of `n` elements split as cluster plan `plan` asks: `cluster` CTAs of at most
+    32768 elements, each slice a whole number of `chunk`s."""
+    options = dict(o.split("=") for o in plan.split(","))
+    ctas, chunk = int(options["cluster"]), int(options["chunk"])
+    return n % (ctas * chunk) == 0 and n // ctas <= 32768
 
 
 def sized_variants(target: Target | None) -> dict[str, list[str]]:
@@ -188,13 +213,15 @@ def long_row_variants(n: int | None) -> dict[str, list[str]]:
     8192). Such a row is read twice, the second time mostly from L2. (For RMSNorm rows of 65536,
     Inductor's max-autotune picks the first shape for its own loop.) Up to 65536 elements, also
     the Gluon loop with the row cached in shared memory (`GLUON_LONG_ROW_PLANS`); past them, the
-    loop with its second read reversed and its stores evict-first (`REREAD_PLANS`)."""
+    loop with its second read reversed and its stores evict-first (`REREAD_PLANS`); from 131072,
+    the row split across a thread-block cluster where it splits (`CLUSTER_PLANS`)."""
     if n is None or n <= LONG_ROW:
         return {}
     cached = n <= LONG_ROW_CACHED
+    clusters = [p for p in CLUSTER_PLANS if _splits(n, p)] if n >= CLUSTER_ROW else []
     return {
         "triton": list(LONG_ROW_PLANS) + ([] if cached else list(REREAD_PLANS)),
-        "gluon": list(GLUON_LONG_ROW_PLANS) if cached else [],
+        "gluon": list(GLUON_LONG_ROW_PLANS) if cached else clusters,
     }
 
 
