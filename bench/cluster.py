@@ -215,144 +215,6 @@ def split_shared(ctas: Any) -> Any:
 
 
 @gluon.jit
-def slice_in_shared(x_ptr, ctas: gl.constexpr, width: gl.constexpr, num_warps: gl.constexpr):
-    """The row's start, each CTA's first chunk's offsets (`row_slices`) and all of this CTA's slice
-    of the row on its way into shared memory at once: cp.async, one commit group a chunk, in order
-    (the reader waits for chunk i with wait_group(CHUNKS - 1 - i))."""
-    chunk: gl.constexpr = width // CHUNKS
-    start, offs = row_slices(ctas, width, chunk, num_warps)
-    layout: gl.constexpr = split_shared(ctas)
-    bufs = (
-        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
-        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
-        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
-        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
-        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
-        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
-        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
-        gl.allocate_shared_memory(gl.bfloat16, [ctas, chunk], layout),
-    )
-    for i in gl.static_range(CHUNKS):
-        async_copy.async_copy_global_to_shared(bufs[i], x_ptr + start + offs + i * chunk)
-        async_copy.commit_group()
-    return start, offs, bufs
-
-
-@gluon.jit
-def rmsnorm_cluster_smem(
-    x_ptr,
-    w_ptr,
-    out_ptr,
-    ctas: gl.constexpr,
-    width: gl.constexpr,
-    asm: gl.constexpr,
-    constraints: gl.constexpr,
-    tail_asm: gl.constexpr,
-    num_warps: gl.constexpr,
-):
-    chunk: gl.constexpr = width // CHUNKS
-    layout: gl.constexpr = split_layout(ctas, num_warps)
-    start, offs, bufs = slice_in_shared(x_ptr, ctas, width, num_warps)
-    acc = gl.zeros([ctas, chunk], gl.float32, layout)
-    for i in gl.static_range(CHUNKS):  # each chunk as it arrives
-        async_copy.wait_group(CHUNKS - 1 - i)
-        x = bufs[i].load(layout).to(gl.float32)
-        acc += x * x
-    part = gl.sum(acc, axis=1)
-    sums = gl.inline_asm_elementwise(asm, constraints, [part], dtype=[gl.float32] * ctas, is_pure=False, pack=1)
-    total = cluster_sum(sums, ctas)
-    rstd = gl.rsqrt(total / (ctas * width) + 1e-6)
-    for i in gl.static_range(CHUNKS):
-        x = bufs[i].load(layout).to(gl.float32)
-        w = gl.load(w_ptr + offs + i * chunk).to(gl.float32)
-        y = (x * rstd[:, None]).to(gl.bfloat16).to(gl.float32) * w
-        gl.store(out_ptr + start + offs + i * chunk, y.to(gl.bfloat16))
-    tail(rstd, tail_asm)
-
-
-@gluon.jit
-def softmax_cluster_smem(
-    x_ptr,
-    out_ptr,
-    ctas: gl.constexpr,
-    width: gl.constexpr,
-    asm: gl.constexpr,
-    constraints: gl.constexpr,
-    tail_asm: gl.constexpr,
-    num_warps: gl.constexpr,
-):
-    chunk: gl.constexpr = width // CHUNKS
-    layout: gl.constexpr = split_layout(ctas, num_warps)
-    start, offs, bufs = slice_in_shared(x_ptr, ctas, width, num_warps)
-    top = gl.full([ctas, chunk], float("-inf"), gl.float32, layout)
-    for i in gl.static_range(CHUNKS):
-        async_copy.wait_group(CHUNKS - 1 - i)
-        top = gl.maximum(top, bufs[i].load(layout).to(gl.float32))
-    m = gl.max(top, axis=1)
-    acc = gl.zeros([ctas, chunk], gl.float32, layout)
-    for i in gl.static_range(CHUNKS):  # from shared memory again
-        acc += gl.exp2((bufs[i].load(layout).to(gl.float32) - m[:, None]) * LOG2E)
-    s = gl.sum(acc, axis=1)
-    g = gl.inline_asm_elementwise(asm, constraints, [m, s], dtype=[gl.float32] * (2 * ctas), is_pure=False, pack=1)
-    gm, gs = cluster_softmax(g, ctas)
-    for i in gl.static_range(CHUNKS):
-        y = gl.exp2((bufs[i].load(layout).to(gl.float32) - gm[:, None]) * LOG2E) / gs[:, None]
-        gl.store(out_ptr + start + offs + i * chunk, y.to(gl.bfloat16))
-    tail(gs, tail_asm)
-
-
-@gluon.jit
-def layernorm_cluster_smem(
-    x_ptr,
-    w_ptr,
-    b_ptr,
-    out_ptr,
-    ctas: gl.constexpr,
-    width: gl.constexpr,
-    asm: gl.constexpr,
-    constraints: gl.constexpr,
-    tail_asm: gl.constexpr,
-    num_warps: gl.constexpr,
-):
-    """Each CTA's mean and sum of squared deviations over its slice (two passes over shared
-    memory), combined over the cluster as Chan et al. combine equal-sized parts: the mean of the
-    means, and the sums plus width * (mean_k - mean)^2 each."""
-    chunk: gl.constexpr = width // CHUNKS
-    layout: gl.constexpr = split_layout(ctas, num_warps)
-    start, offs, bufs = slice_in_shared(x_ptr, ctas, width, num_warps)
-    acc = gl.zeros([ctas, chunk], gl.float32, layout)
-    for i in gl.static_range(CHUNKS):
-        async_copy.wait_group(CHUNKS - 1 - i)
-        acc += bufs[i].load(layout).to(gl.float32)
-    mean = gl.sum(acc, axis=1) / width
-    acc = gl.zeros([ctas, chunk], gl.float32, layout)
-    for i in gl.static_range(CHUNKS):
-        d = bufs[i].load(layout).to(gl.float32) - mean[:, None]
-        acc += d * d
-    g = gl.inline_asm_elementwise(
-        asm, constraints, [mean, gl.sum(acc, axis=1)], dtype=[gl.float32] * (2 * ctas), is_pure=False, pack=1
-    )
-    gm = g[0]
-    for i in gl.static_range(1, ctas):
-        gm += g[i]
-    gm = gm / ctas
-    m2 = g[ctas] + width * (g[0] - gm) * (g[0] - gm)
-    for i in gl.static_range(1, ctas):
-        m2 += g[ctas + i] + width * (g[i] - gm) * (g[i] - gm)
-    rstd = gl.rsqrt(m2 / (ctas * width) + 1e-6)
-    for i in gl.static_range(CHUNKS):
-        x = bufs[i].load(layout).to(gl.float32)
-        w = gl.load(w_ptr + offs + i * chunk).to(gl.float32)
-        b = gl.load(b_ptr + offs + i * chunk).to(gl.float32)
-        y = (x - gm[:, None]) * rstd[:, None] * w + b
-        gl.store(out_ptr + start + offs + i * chunk, y.to(gl.bfloat16))
-    tail(rstd, tail_asm)
-
-
-# Several rows a cluster, the next row's slice on its way during this one's exchange: two sets of
-# CHUNKS buffers, rows taken in pairs (one set each), the copies of row i + 1 issued once row i's
-# partials are computed, so the SM's loads stay in flight while its CTAs wait at the exchange.
-@gluon.jit
 def shared_slice(ctas: gl.constexpr, chunk: gl.constexpr):
     layout: gl.constexpr = split_shared(ctas)
     return (
@@ -454,6 +316,94 @@ def write_row(
         gl.store(out_ptr + start + offs + i * chunk, y.to(gl.bfloat16))
 
 
+@gluon.jit
+def slice_in_shared(x_ptr, ctas: gl.constexpr, width: gl.constexpr, num_warps: gl.constexpr):
+    """The row's start, each CTA's first chunk's offsets (`row_slices`) and all of this CTA's slice
+    of the row on its way into shared memory at once: cp.async, one commit group a chunk, in order
+    (the reader waits for chunk i with wait_group(CHUNKS - 1 - i))."""
+    chunk: gl.constexpr = width // CHUNKS
+    start, offs = row_slices(ctas, width, chunk, num_warps)
+    bufs = shared_slice(ctas, chunk)
+    issue_slice(bufs, x_ptr, start, offs, chunk)
+    return start, offs, bufs
+
+
+@gluon.jit
+def cluster_smem(
+    x_ptr,
+    w_ptr,
+    b_ptr,
+    out_ptr,
+    op: gl.constexpr,
+    ctas: gl.constexpr,
+    width: gl.constexpr,
+    asm: gl.constexpr,
+    constraints: gl.constexpr,
+    tail_asm: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    """One row a cluster, each CTA's slice in its shared memory: the slice copied in, this CTA's
+    partials as it lands, the exchange, the output from shared memory."""
+    chunk: gl.constexpr = width // CHUNKS
+    layout: gl.constexpr = split_layout(ctas, num_warps)
+    start, offs, bufs = slice_in_shared(x_ptr, ctas, width, num_warps)
+    p0, p1 = partials(op, bufs, ctas, chunk, layout)
+    s0, s1 = combine(op, p0, p1, ctas, width, asm, constraints)
+    write_row(op, bufs, s0, s1, w_ptr, b_ptr, out_ptr, start, offs, chunk, layout)
+    tail(s0, tail_asm)
+
+
+@gluon.jit
+def rmsnorm_cluster_smem(
+    x_ptr,
+    w_ptr,
+    out_ptr,
+    ctas: gl.constexpr,
+    width: gl.constexpr,
+    asm: gl.constexpr,
+    constraints: gl.constexpr,
+    tail_asm: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    cluster_smem(x_ptr, w_ptr, w_ptr, out_ptr, "rmsnorm", ctas, width, asm, constraints, tail_asm, num_warps)
+
+
+@gluon.jit
+def softmax_cluster_smem(
+    x_ptr,
+    out_ptr,
+    ctas: gl.constexpr,
+    width: gl.constexpr,
+    asm: gl.constexpr,
+    constraints: gl.constexpr,
+    tail_asm: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    cluster_smem(x_ptr, x_ptr, x_ptr, out_ptr, "softmax", ctas, width, asm, constraints, tail_asm, num_warps)
+
+
+@gluon.jit
+def layernorm_cluster_smem(
+    x_ptr,
+    w_ptr,
+    b_ptr,
+    out_ptr,
+    ctas: gl.constexpr,
+    width: gl.constexpr,
+    asm: gl.constexpr,
+    constraints: gl.constexpr,
+    tail_asm: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    """LayerNorm's partials are each CTA's mean and sum of squared deviations over its slice (two
+    passes over shared memory), combined over the cluster as Chan et al. combine equal-sized
+    parts: the mean of the means, and the sums plus width * (mean_k - mean)^2 each."""
+    cluster_smem(x_ptr, w_ptr, b_ptr, out_ptr, "layernorm", ctas, width, asm, constraints, tail_asm, num_warps)
+
+
+# Several rows a cluster, the next row's slice on its way during this one's exchange: two sets of
+# CHUNKS buffers, rows taken in pairs (one set each), the copies of row i + 1 issued once row i's
+# partials are computed, so the SM's loads stay in flight while its CTAs wait at the exchange.
 @gluon.jit
 def cluster_rows_prefetch(
     x_ptr,
