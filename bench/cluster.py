@@ -578,8 +578,8 @@ def run(
     from tilec.runtime.timing import device_ms
 
     if exchange == "alone":  # C times the rows, each a CTA's slice long, one CTA a row
-        ours, _ = checked(op, m * ctas, n // ctas, 1, num_warps, shared, "none")
-        inputs = tuple(t.view(m, n) if t.dim() == 2 else t.repeat(ctas) for t in _)
+        ours, sliced = checked(op, m * ctas, n // ctas, 1, num_warps, shared, "none")
+        inputs = tuple(t.view(m, n) if t.dim() == 2 else t.repeat(ctas) for t in sliced)
     else:
         ours, inputs = checked(op, m, n, ctas, num_warps, shared, exchange, rows)
     stock = STOCK.setdefault((op, m, n), torch.compile(functools.partial(reference, op), dynamic=False))

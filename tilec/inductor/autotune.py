@@ -58,6 +58,7 @@ from tilec import config as cfg
 from tilec.ir.errors import error_line
 from tilec.ir.expr import pow2_floor
 from tilec.ir.target import H100, Target
+from tilec.passes import parse_pipeline
 from tilec.passes.chooser import has_table
 from tilec.passes.plan import Plan
 
@@ -184,11 +185,11 @@ CLUSTER_PLANS = [
 
 
 def _splits(n: int, plan: str) -> bool:
-    """Whether rows of `n` elements split as cluster plan `plan` asks: `cluster` CTAs of at most
-    32768 elements, each slice a whole number of `chunk`s."""
-    options = dict(o.split("=") for o in plan.split(","))
-    ctas, chunk = int(options["cluster"]), int(options["chunk"])
-    return n % (ctas * chunk) == 0 and n // ctas <= 32768
+    """Whether rows of `n` elements split as cluster plan `plan` asks (`Plan.cluster_chunks`), with
+    at most 32768 elements a CTA."""
+    (planned,) = parse_pipeline(f"plan{{{plan}}}")
+    assert isinstance(planned, Plan)
+    return planned.cluster_chunks(n) > 0 and n // planned.cluster <= 32768
 
 
 def sized_variants(target: Target | None) -> dict[str, list[str]]:

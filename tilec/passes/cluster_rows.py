@@ -32,7 +32,7 @@ gather's (`barriers`, the default, or `push`: tile.cluster_gather says how each 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from tilec.ir.builder import Builder
 from tilec.ir.core import Block, Kernel, Module, Operation, Value
@@ -353,13 +353,12 @@ class ClusterRowsRewriter:
     ) -> list[Value]:
         """Every CTA's carried values gathered, folded in CTA order with the loop's own folds."""
         ctas = self.C
-        exchange: dict[str, Any] = {"exchange": self.exchange} if self.exchange != "barriers" else {}
         gathered: list[Value] = list(
             self.b.create(
                 "tile.cluster_gather",
                 *carried,
                 result_types=[v.type for v in carried for _ in range(ctas)],
-                **exchange,
+                exchange=self.exchange,
             ).results
         )
         totals: list[Value] = [gathered[k * ctas] for k in range(len(carried))]

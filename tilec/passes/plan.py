@@ -235,15 +235,22 @@ class Plan(Pass):
                 continue
             self.plan(kernel)
 
+    def cluster_chunks(self, n: int | None) -> int:
+        """The chunks of `chunk` elements of each CTA's slice when rows of `n` elements split across
+        `cluster` CTAs; 0 where they do not."""
+        if not n or not self.cluster or n % (self.cluster * self.chunk):
+            return 0
+        return n // (self.cluster * self.chunk)
+
     def split_across_cluster(self, kernel: Kernel) -> bool:
         n = reduction_numel(kernel)
-        per_cta = n // self.cluster if n else 0
-        if not n or n % self.cluster or per_cta % self.chunk:
+        chunks = self.cluster_chunks(n)
+        if not chunks:
             self.remark(
                 kernel, f"cluster={self.cluster}: a row of {n} does not split into CTAs of chunks of {self.chunk}"
             )
             return False
-        why = cluster_rows(kernel, self.cluster, per_cta // self.chunk, self.num_warps or 4, self.exchange)
+        why = cluster_rows(kernel, self.cluster, chunks, self.num_warps or 4, self.exchange)
         if why is not None:
             self.remark(kernel, f"cluster={self.cluster}: {why}")
         return why is None
