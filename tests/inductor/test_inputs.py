@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import HealthCheck, Phase, assume, example, given, settings
 from hypothesis import strategies as st
 from input_cases import DTYPES, FUNCTIONS, LAYOUTS, check_compiled, make_inputs
 from profiles import examples
@@ -88,6 +88,8 @@ def test_nan_and_inf_propagate_as_in_eager(name: str, dtype: torch.dtype) -> Non
     specials=st.booleans(),
     seed=st.integers(0, 2**16),
 )
+# a row of one NaN: stock Inductor's variance of one element is 0, eager's NaN (input_cases.py)
+@example(name="layernorm", layout="padded_rows", m=1, n=1, dtype=torch.float32, specials=True, seed=386)
 def test_random_inputs(name: str, layout: str, m: int, n: int, dtype: torch.dtype, specials: bool, seed: int) -> None:
     assume(name != "softmax" or m * n <= 4000)  # the interpreter's softmax is slow (~75 us an element)
     torch._dynamo.reset()
