@@ -82,7 +82,9 @@ def test_several_rows_a_cluster_equal_the_reference(cluster, op: str, n: int, ct
 
 @pytest.mark.parametrize("exchange", ["barriers", "push"])
 @pytest.mark.parametrize(
-    ("op", "cols", "ctas", "chunk", "warps"), [("softmax", 262144, 16, 4096, 8), ("layernorm", 131072, 8, 4096, 4)]
+    ("op", "cols", "ctas", "chunk", "warps"),
+    # the last: 8 elements of a chunk a thread, LayerNorm's statistics kept per lane (welford-lanes)
+    [("softmax", 262144, 16, 4096, 8), ("layernorm", 131072, 8, 4096, 4), ("layernorm", 65536, 8, 1024, 4)],
 )
 def test_the_plans_cluster_form_launches_as_the_hook_launches_it(
     op: str, cols: int, ctas: int, chunk: int, warps: int, exchange: str
@@ -109,6 +111,8 @@ def test_the_plans_cluster_form_launches_as_the_hook_launches_it(
     run_pipeline(module, with_plan("gluon-default", plan))
     kernel = module.kernels[0]
     assert kernel.launch.num_ctas == ctas
+    if op == "layernorm":  # per lane where a thread holds at most 8 elements of a chunk
+        assert (chunk // (32 * warps) <= 8) == (not any(o.name == "tile.welford" for o in kernel.walk())), plan
     taken = load_kernel(kernel.name, emit_gluon(kernel).source, "gluon", order=list(range(len(kernel.params))))
     x = torch.randn(512, cols, device="cuda", dtype=torch.bfloat16)
     w, b = (torch.randn(cols, device="cuda", dtype=torch.bfloat16) for _ in range(2))

@@ -120,3 +120,27 @@ def test_physical_kernels_equal_eager(name: str, cols: int, rows: int) -> None:
     module.launch(x, w, y, rows)
     torch.cuda.synchronize()
     assert_close(y.float().cpu(), rmsnorm(x, w).cpu(), torch.bfloat16, what=f"{name} {rows}x{cols}")
+
+
+@pytest.mark.parametrize(
+    ("cols", "plan"),
+    [
+        (20000, "xblock=1,chunk=2048,num_warps=8"),
+        (50257, "xblock=1,chunk=4096,num_warps=32"),
+        (65536, "xblock=1,chunk=8192,num_warps=32"),
+        (65536, "xblock=1,chunk=4096,num_warps=16,reverse=true,stream=true"),
+    ],
+)
+@pytest.mark.parametrize("rows", [512, 1027])  # fewer rows: Inductor splits each row's reduction
+def test_layernorm_statistics_kept_per_lane_equal_eager(cols: int, plan: str, rows: int) -> None:
+    """LayerNorm's long rows through the Triton pipeline with a plan whose main loop keeps the
+    statistics per lane (`welford-lanes`): its outputs (y, mean, rstd) equal eager's."""
+    from tilec.ir.ops import ForOp
+    from tilec.ir.types import TileType
+    from tilec.passes.pipelines import with_plan
+
+    ex = example("layernorm", rows, cols, "bf16")
+    kernel = ex.kernel(with_plan("triton-default", plan))
+    carried = [r.type for op in kernel.walk() if isinstance(op, ForOp) for r in op.results]
+    assert any(isinstance(t, TileType) and t.rank == 2 for t in carried), plan
+    ex.check(run_triton(ex, kernel, device="cuda"), f"Triton on the GPU, {plan}")

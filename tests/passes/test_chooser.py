@@ -578,7 +578,8 @@ def test_gluon_default_is_the_auto_cache_form_of_the_gluon_pipeline() -> None:
 
     assert gluon_form(cache="auto") == NAMED_PIPELINES["gluon-default"]
     assert gluon_form("xblock=1", persistent=True, stages=3, specialize=True) == (
-        "repeats,plan{xblock=1},accumulate,align-rows,canonicalize,peel,canonicalize,cse,split-rows,reuse{cache=smem},cse,reread,persistent,"
+        "repeats,plan{xblock=1},accumulate,align-rows,canonicalize,peel,canonicalize,welford-lanes,cse,split-rows,"
+        "reuse{cache=smem},cse,reread,persistent,"
         "pipeline{stages=3},"
         "warp-specialize,canonicalize,cse,fp32-at-use,dce,separate-reads"
     )
@@ -632,11 +633,11 @@ def test_a_table_derived_from_a_run_is_a_valid_table_for_its_gpu(monkeypatch: py
         ("rmsnorm", 4096, 65536, "triton", "xblock=1,chunk=32768,num_warps=32,stream=true"),
         ("rmsnorm", 4096, 131072, "gluon", "xblock=1,chunk=8192,num_warps=16,cluster=4,exchange=push"),
         ("rmsnorm", 2048, 262144, "gluon", "xblock=1,chunk=8192,num_warps=16,cluster=8"),
-        ("layernorm", 4096, 32768, "triton", "xblock=1,chunk=16384,num_warps=16,stream=true"),
+        ("layernorm", 4096, 32768, "triton", "xblock=1,chunk=8192,num_warps=32,reverse=true,stream=true"),
         ("layernorm", 4096, 50257, "triton", "xblock=1,chunk=16384,num_warps=16"),
         ("layernorm", 4096, 65536, "triton", "xblock=1,chunk=32768,num_warps=32,stream=true"),
-        ("layernorm", 4096, 131072, "gluon", "xblock=1,chunk=8192,num_warps=8,cluster=4,exchange=push"),
-        ("layernorm", 2048, 262144, "gluon", "xblock=1,chunk=8192,num_warps=8,cluster=8,exchange=push"),
+        ("layernorm", 4096, 131072, "gluon", "xblock=1,chunk=4096,num_warps=16,cluster=4,exchange=push"),
+        ("layernorm", 2048, 262144, "gluon", "xblock=1,chunk=4096,num_warps=16,cluster=8,exchange=push"),
         ("softmax", 4096, 32768, "triton", "xblock=1,chunk=16384,num_warps=16,reverse=true"),
         ("softmax", 4096, 50257, "triton", "xblock=1,chunk=16384,num_warps=16,stream=true"),
         ("softmax", 4096, 131072, "gluon", "xblock=1,chunk=4096,num_warps=4,cluster=16,exchange=push"),
@@ -649,10 +650,12 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
     measured faster (bench/results/2026-11-27-h100-long-rows: a survey of the long rows alone,
     before the whole survey's rules in the table), and from rows of 131072 each row split across a
     cluster, its partials pushed to the peers where that measured faster (-h100-exchange, a
-    survey of those rows alone, before it)."""
+    survey of those rows alone, before it); LayerNorm's from a survey of its own rows of 16384 and
+    more with its statistics kept per lane (-h100-welford-lanes, before both)."""
     choice = choose(meta_kernel(name, rows, cols).kernel, hopper=True)
     assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (expected, plan), choice
-    assert ("2026-11-27-h100-exchange" if cols >= 131072 else "2026-11-27-h100-long-rows") in choice.reason
+    run = "2026-11-27-h100-exchange" if cols >= 131072 else "2026-11-27-h100-long-rows"
+    assert (run if name != "layernorm" else "2026-11-27-h100-welford-lanes") in choice.reason
 
 
 def test_the_h200_caches_softmax_rows_of_32768_in_shared_memory() -> None:
@@ -680,6 +683,7 @@ def test_the_h200_caches_softmax_rows_of_32768_in_shared_memory() -> None:
         (
             "H100",
             (
+                "2026-11-27-h100-welford-lanes",
                 "2026-11-27-h100-exchange",
                 "2026-11-27-h100-long-rows",
                 "2026-11-26-h100-narrow-ends",
@@ -696,6 +700,7 @@ def test_the_h200_caches_softmax_rows_of_32768_in_shared_memory() -> None:
         (
             "H200",
             (
+                "2026-11-27-h200-welford-lanes",
                 "2026-11-27-h200-exchange",
                 "2026-11-27-h200-long-rows",
                 "2026-11-27-h200-survey",

@@ -169,15 +169,17 @@ REREAD_PLANS = [
 # `cluster`: cluster-rows), in the forms the surveys of those rows measured best for some op and
 # length on the H100 or the H200 (bench/results/2026-11-27-h100-exchange, -h200-exchange: RMSNorm
 # 4096x131072 100.0 / 91.8% of a copy in clusters of 4 over 16 warps, the partials pushed;
-# LayerNorm 2048x262144 81.6 / 69.5 in clusters of 8 over 8 warps, pushed; softmax 4096x131072
-# 96.0 in clusters of 16 on the H100, 83.8 in clusters of 8 over 4 warps on the H200; RMSNorm
-# 2048x262144 90.4 on the H100 with the barriers' exchange). Only where the row splits into the
-# plan's CTAs and chunks with at most 32768 elements a CTA (the surveys' bound: a 64 KiB bf16
-# slice leaves three CTAs an SM)
+# softmax 4096x131072 96.0 in clusters of 16 on the H100, 83.8 in clusters of 8 over 4 warps on
+# the H200; RMSNorm 2048x262144 90.4 on the H100 with the barriers' exchange; LayerNorm, its
+# statistics per lane, in clusters of 4 and 8 in chunks of 4096 over 16 warps, pushed:
+# 4096x131072 94.2 / 79.3, 2048x262144 85.8 / 72.5, -h100-welford-lanes, -h200-welford-lanes).
+# Only where the row splits into the plan's CTAs and chunks with at most 32768 elements a CTA (the
+# surveys' bound: a 64 KiB bf16 slice leaves three CTAs an SM)
 CLUSTER_ROW = 131072
 CLUSTER_PLANS = [
     "xblock=1,chunk=8192,num_warps=16,cluster=4,exchange=push",
-    "xblock=1,chunk=8192,num_warps=8,cluster=8,exchange=push",
+    "xblock=1,chunk=4096,num_warps=16,cluster=4,exchange=push",
+    "xblock=1,chunk=4096,num_warps=16,cluster=8,exchange=push",
     "xblock=1,chunk=8192,num_warps=4,cluster=8,exchange=push",
     "xblock=1,chunk=4096,num_warps=4,cluster=16,exchange=push",
     "xblock=1,chunk=8192,num_warps=16,cluster=8",

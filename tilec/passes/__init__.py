@@ -21,6 +21,7 @@ from tilec.passes import (  # noqa: F401  (register the passes)
     specialize,
     split_rows,
     warp_specialize,
+    welford_lanes,
 )
 from tilec.passes.base import PASSES, Pass, PipelineError, Remark, register
 from tilec.passes.manager import NAMED_PIPELINES, PassManager, parse_pipeline, run_pipeline

@@ -38,14 +38,14 @@ from typing import Literal
 from tilec.ir.builder import Builder
 from tilec.ir.core import Kernel, Module, defining_op, replace_uses, use_counts
 from tilec.ir.layouts import BlockedLayout
-from tilec.ir.ops import ElementwiseOp, ForOp, ReduceOp, yielded_values
+from tilec.ir.ops import ElementwiseOp, ForOp, ReduceOp, ReductionOp, yielded_values
 from tilec.ir.types import TileType
 from tilec.passes.base import Pass, register
 from tilec.passes.plan import reads_columns
 from tilec.passes.rewrite import const_value
 
 
-def warps_along(red: ReduceOp) -> int:
+def warps_along(red: ReductionOp) -> int:
     """How many warps share the reduced axis of `red`'s operand (1 where its layout is not blocked)."""
     t = red.src.type
     layout = t.layout if isinstance(t, TileType) else None

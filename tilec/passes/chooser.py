@@ -211,23 +211,61 @@ class Rule:
 # `stream`: the `reread` pass) among them: both before the whole survey's rules, which decide the
 # shorter rows.
 RULES: tuple[Rule, ...] = (
+    # first, LayerNorm's rows of 16384 and more from a survey of those rows alone (--ops layernorm
+    # --min-row 16384), its Triton loops and cluster plans keeping their statistics per lane
+    # (welford-lanes) where a thread holds at most 8 elements of a chunk
+    Rule(
+        "mean-var",
+        32768,
+        65536,
+        "stock",
+        "2026-11-27-h100-welford-lanes",
+        "4096x16384 97.9 vs 98.4; 16384x16384 100.2 vs 101.2",
+    ),
+    Rule(
+        "mean-var",
+        65536,
+        100514,
+        "triton",
+        "2026-11-27-h100-welford-lanes",
+        "4096x32768 97.5 vs 92.9",
+        plan="xblock=1,chunk=8192,num_warps=32,reverse=true,stream=true",
+    ),
+    Rule(
+        "mean-var",
+        100514,
+        131072,
+        "triton",
+        "2026-11-27-h100-welford-lanes",
+        "32768x50257 68.8 vs 47.1",
+        plan="xblock=1,chunk=16384,num_warps=16",
+    ),
+    Rule(
+        "mean-var",
+        131072,
+        262144,
+        "triton",
+        "2026-11-27-h100-welford-lanes",
+        "8192x65536 94.2 vs 63.5",
+        plan="xblock=1,chunk=32768,num_warps=32,stream=true",
+    ),
     Rule(
         "mean-var",
         262144,
         524288,
         "gluon",
-        "2026-11-27-h100-exchange",
-        "4096x131072 90.8 vs 65.3",
-        plan="xblock=1,chunk=8192,num_warps=8,cluster=4,exchange=push",
+        "2026-11-27-h100-welford-lanes",
+        "4096x131072 94.2 vs 65.5",
+        plan="xblock=1,chunk=4096,num_warps=16,cluster=4,exchange=push",
     ),
     Rule(
         "mean-var",
         524288,
         2**62,
         "gluon",
-        "2026-11-27-h100-exchange",
-        "2048x262144 81.6 vs 61.1",
-        plan="xblock=1,chunk=8192,num_warps=8,cluster=8,exchange=push",
+        "2026-11-27-h100-welford-lanes",
+        "2048x262144 85.8 vs 61.0",
+        plan="xblock=1,chunk=4096,num_warps=16,cluster=8,exchange=push",
     ),
     Rule(
         "softmax",
@@ -264,33 +302,6 @@ RULES: tuple[Rule, ...] = (
         "2026-11-27-h100-exchange",
         "2048x262144 90.4 vs 64.3",
         plan="xblock=1,chunk=8192,num_warps=16,cluster=8",
-    ),
-    Rule(
-        "mean-var",
-        65536,
-        100514,
-        "triton",
-        "2026-11-27-h100-long-rows",
-        "4096x32768 97.2 vs 92.5",
-        plan="xblock=1,chunk=16384,num_warps=16,stream=true",
-    ),
-    Rule(
-        "mean-var",
-        100514,
-        131072,
-        "triton",
-        "2026-11-27-h100-long-rows",
-        "32768x50257 68.2 vs 46.8",
-        plan="xblock=1,chunk=16384,num_warps=16",
-    ),
-    Rule(
-        "mean-var",
-        131072,
-        262144,
-        "triton",
-        "2026-11-27-h100-long-rows",
-        "8192x65536 94.0 vs 63.5",
-        plan="xblock=1,chunk=32768,num_warps=32,stream=true",
     ),
     Rule(
         "softmax",
@@ -366,10 +377,10 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "mean-var",
         16384,
-        65536,
+        32768,
         "stock",
         "2026-11-26-h100-narrow-ends",
-        "8192x8192 99.3 vs 99.1; 16384x8192 99.9 vs 99.9; 4096x16384 96.9 vs 97.4; 16384x16384 100.8 vs 101.5",
+        "8192x8192 99.3 vs 99.1; 16384x8192 99.9 vs 99.9",
     ),
     Rule(
         "mean-var",
@@ -1242,23 +1253,52 @@ def signature(kernel: Kernel) -> Signature:
 # the H100's, the survey of rows of 131072 and more (clusters of 16, `exchange=push`), then the
 # long rows' survey with `reverse` and `stream` among its plans.
 H200_RULES: tuple[Rule, ...] = (
+    # first, LayerNorm's rows of 16384 and more from a survey of those rows alone (--ops layernorm
+    # --min-row 16384), its Triton loops and cluster plans keeping their statistics per lane
+    # (welford-lanes) where a thread holds at most 8 elements of a chunk
+    Rule(
+        "mean-var",
+        32768,
+        65536,
+        "stock",
+        "2026-11-27-h200-welford-lanes",
+        "4096x16384 92.9 vs 92.8; 16384x16384 98.4 vs 99.2",
+    ),
+    Rule(
+        "mean-var",
+        65536,
+        131072,
+        "triton",
+        "2026-11-27-h200-welford-lanes",
+        "4096x32768 91.3 vs 75.7; 32768x50257 55.6 vs 33.7",
+        plan="xblock=1,chunk=4096,num_warps=32",
+    ),
+    Rule(
+        "mean-var",
+        131072,
+        262144,
+        "triton",
+        "2026-11-27-h200-welford-lanes",
+        "8192x65536 80.2 vs 58.6",
+        plan="xblock=1,chunk=8192,num_warps=32,reverse=true,stream=true",
+    ),
     Rule(
         "mean-var",
         262144,
         524288,
         "gluon",
-        "2026-11-27-h200-exchange",
-        "4096x131072 78.2 vs 61.7",
-        plan="xblock=1,chunk=8192,num_warps=4,cluster=8,exchange=push",
+        "2026-11-27-h200-welford-lanes",
+        "4096x131072 79.3 vs 61.7",
+        plan="xblock=1,chunk=4096,num_warps=16,cluster=4,exchange=push",
     ),
     Rule(
         "mean-var",
         524288,
         2**62,
         "gluon",
-        "2026-11-27-h200-exchange",
-        "2048x262144 69.5 vs 54.3",
-        plan="xblock=1,chunk=8192,num_warps=8,cluster=8,exchange=push",
+        "2026-11-27-h200-welford-lanes",
+        "2048x262144 72.5 vs 54.0",
+        plan="xblock=1,chunk=4096,num_warps=16,cluster=8,exchange=push",
     ),
     Rule(
         "softmax",
@@ -1295,33 +1335,6 @@ H200_RULES: tuple[Rule, ...] = (
         "2026-11-27-h200-exchange",
         "2048x262144 82.9 vs 64.0",
         plan="xblock=1,chunk=8192,num_warps=16,cluster=8,exchange=push",
-    ),
-    Rule(
-        "mean-var",
-        65536,
-        100514,
-        "triton",
-        "2026-11-27-h200-long-rows",
-        "4096x32768 83.7 vs 72.8",
-        plan="xblock=1,chunk=8192,num_warps=16,stream=true",
-    ),
-    Rule(
-        "mean-var",
-        100514,
-        131072,
-        "triton",
-        "2026-11-27-h200-long-rows",
-        "32768x50257 51.7 vs 34.0",
-        plan="xblock=1,chunk=16384,num_warps=16",
-    ),
-    Rule(
-        "mean-var",
-        131072,
-        262144,
-        "triton",
-        "2026-11-27-h200-long-rows",
-        "8192x65536 75.8 vs 58.2",
-        plan="xblock=1,chunk=32768,num_warps=32,reverse=true",
     ),
     Rule(
         "softmax",
@@ -1395,9 +1408,6 @@ H200_RULES: tuple[Rule, ...] = (
         "2026-11-27-h200-survey",
         "8192x8192 95.8 vs 87.4; 16384x8192 97.6 vs 85.8",
         plan="xblock=1,num_warps=4",
-    ),
-    Rule(
-        "mean-var", 32768, 65536, "stock", "2026-11-27-h200-survey", "4096x16384 90.3 vs 93.0; 16384x16384 95.0 vs 99.1"
     ),
     Rule(
         "mean-var",

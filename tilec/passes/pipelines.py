@@ -24,6 +24,10 @@ GLUON_DEFAULT = [
     "canonicalize",  # loops of one chunk inline, masks the plan made trivial fold
     "peel",  # a partial last chunk: a full-chunk main loop and a masked tail
     "canonicalize",  # the main loop's masks fold; the tail inlines
+    # Welford statistics (LayerNorm's) of the main loop's chunks, or of a cluster CTA's unrolled
+    # chunks, kept per lane where a chunk's reductions cross warps: one update an element, not two
+    # reductions across the warps a chunk
+    "welford-lanes",
     "cse",  # equal index math and masks merge, so equal loads look equal
     # a plan's `row_cache` (a row past shared memory, or a smaller cache for more programs an
     # SM): the loops over the row split at the cached columns, the rest read again
@@ -74,6 +78,10 @@ TRITON_DEFAULT = [
     "canonicalize",  # loops of one chunk inline, masks the plan made trivial fold
     "peel",  # a partial last chunk: a full-chunk main loop and a masked tail
     "canonicalize",  # the main loop's masks fold; the tail inlines
+    # the main loop's Welford statistics (LayerNorm's, a row over several warps) kept per lane:
+    # one update an element and one combine after the loop, not two reductions across the warps
+    # a chunk
+    "welford-lanes",
     "cse",  # equal index math and masks merge, so equal loads look equal
     "reuse{cache=registers}",  # a row loaded twice is loaded once and kept in registers
     # a plan's `reverse` and `stream`, for a row read twice: its second loop from the last chunk
@@ -102,7 +110,7 @@ def gluon_form(
     parts = [
         "repeats",
         f"plan{{{plan}}}",
-        "accumulate,align-rows,canonicalize,peel,canonicalize,cse,split-rows",
+        "accumulate,align-rows,canonicalize,peel,canonicalize,welford-lanes,cse,split-rows",
         f"reuse{{cache={cache}}}",
         "cse",
         "reread",
