@@ -116,9 +116,11 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
         # the exchange that pushes each CTA's partials into its peers' shared memory (`-push`:
         # exchange=push). In a probe on the H100 (bench/results/2026-11-27-h100-exchange) the CTAs'
         # wait at the exchange cost 5-20 points of a copy, and which exchange waited less depended
-        # on the op, the cluster and the warps
+        # on the op, the cluster and the warps. Below rows of 131072 (the H200's rows of 65536,
+        # where the Triton loop's second read misses L2: softmax 78.3% of a copy) also clusters of
+        # 2, and both exchanges at every length
         if n >= 65536:
-            for ctas in (4, 8, 16) if n >= 131072 else (4, 8):
+            for ctas in (4, 8, 16) if n >= 131072 else (2, 4, 8):
                 for w in (4, 8, 16):
                     for c in (2048, 4096, 8192):
                         k = n // (ctas * c)
@@ -127,8 +129,7 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
                             options = f"xblock=1,chunk={c},num_warps={w},cluster={ctas}"
                             if ctas < 16:
                                 found[f"gluon-cl{ctas}-c{c}-w{w}"] = ("gluon", options)
-                            if n >= 131072:
-                                found[f"gluon-cl{ctas}-c{c}-w{w}-push"] = ("gluon", options + ",exchange=push")
+                            found[f"gluon-cl{ctas}-c{c}-w{w}-push"] = ("gluon", options + ",exchange=push")
         return found
     found = {e: (e, "") for e in PIPELINES}
     for e in PIPELINES:

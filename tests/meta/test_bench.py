@@ -291,7 +291,7 @@ def test_surveyed_plans_build_for_every_op() -> None:
     named = re.compile(
         r"(gluon|triton)-(?:cl(\d+)-)?(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)(?:-k(\d+))?(?:-(rev|st|rev-st|push))?"
     )
-    lengths = {op: (1024, 16384, 32768, 50257, 131072) for op in survey.OPS}
+    lengths = {op: (1024, 16384, 32768, 50257, 65536, 131072) for op in survey.OPS}
     lengths |= {op: (2048, 50257) for op in survey.RESIDUAL_OPS}  # one row that fits a tile, one that loops
     for op, ns in lengths.items():
         for n in ns:

@@ -658,21 +658,22 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
     assert (run if name != "layernorm" else "2026-11-27-h100-welford-lanes") in choice.reason
 
 
-def test_the_h200_caches_softmax_rows_of_32768_in_shared_memory() -> None:
+def test_the_h200_caches_softmax_rows_of_32768_and_65536_in_shared_memory() -> None:
     """On the H200 softmax rows of 32768 take the Gluon loop with the row cached in shared memory
-    (read from HBM once: 92.4% of a copy, compile 45.9), rows of 65536 the Triton loop with the
-    rows written evict-first (one 128 KiB cache a CTA leaves one program an SM); the H100, where
-    the Triton loop's second read hits L2, keeps Triton at both (bench/results/2026-11-27-h200-long-rows,
-    -h100-long-rows, -h100-gluon-long-rows)."""
+    (read from HBM once: 92.4% of a copy, compile 45.9; bench/results/2026-11-27-h200-long-rows),
+    rows of 65536 a cluster of two CTAs, each caching half the row, their partials pushed (92.9
+    against the Triton loop's 79.3, compile 47.3; -h200-clusters-65536: one 128 KiB cache a CTA
+    would leave one program an SM); the H100, where the Triton loop's second read hits L2, keeps
+    Triton at both (-h100-long-rows, -h100-gluon-long-rows)."""
     from tilec.ir.target import H200
 
-    for cols, emitter, plan in (
-        (32768, "gluon", "xblock=1,chunk=16384,num_warps=8"),
-        (65536, "triton", "xblock=1,chunk=16384,num_warps=16,stream=true"),
+    for cols, emitter, plan, run in (
+        (32768, "gluon", "xblock=1,chunk=16384,num_warps=8", "2026-11-27-h200-long-rows"),
+        (65536, "gluon", "xblock=1,chunk=8192,num_warps=8,cluster=2,exchange=push", "2026-11-27-h200-clusters-65536"),
     ):
         choice = choose(meta_kernel("softmax", 4096, cols).kernel, hopper=True, gpu=H200.name)
         assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (emitter, plan), choice
-        assert "2026-11-27-h200-long-rows" in choice.reason
+        assert run in choice.reason
         on_h100 = choose(meta_kernel("softmax", 4096, cols).kernel, hopper=True)
         assert isinstance(on_h100, Choice) and on_h100.emitter == "triton", on_h100
 
@@ -702,6 +703,7 @@ def test_the_h200_caches_softmax_rows_of_32768_in_shared_memory() -> None:
             (
                 "2026-11-27-h200-welford-lanes",
                 "2026-11-27-h200-exchange",
+                "2026-11-27-h200-clusters-65536",
                 "2026-11-27-h200-long-rows",
                 "2026-11-27-h200-survey",
                 "2026-11-26-h200-fanout",
