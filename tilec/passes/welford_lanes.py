@@ -113,6 +113,12 @@ def fits_registers(chunk: TileType, launch: Launch) -> bool:
     return -(-elems // threads) <= MAX_LANE_ELEMS
 
 
+def _wide(b: Builder, v: Value, src: TileType, name: str) -> Value:
+    """A row's value `v` broadcast along the chunk (`src`'s shape)."""
+    col = b.op("tile.expand_dims", v, axis=1, name_hint=f"{name}_col")
+    return b.op("tile.broadcast", col, type=src, name_hint=name)
+
+
 def _combine_lanes(
     b: Builder, inits: list[Value], rm: Value, rq: Value, rn: Value, src: TileType, row: Type, names: list[str | None]
 ) -> Operation:
@@ -121,17 +127,12 @@ def _combine_lanes(
     `tile.welford_combine`, returned)."""
     width = src.shape[1]
     assert isinstance(width, int)
-
-    def wide(v: Value, name: str) -> Value:
-        col = b.op("tile.expand_dims", v, axis=1, name_hint=f"{name}_col")
-        return b.op("tile.broadcast", col, type=src, name_hint=name)
-
     total = b.op("tile.reduce", rm, type=row, kind="sum", axis=1, name_hint="lanes_sum")
     lanes_n = b.constant(float(width), f32, name_hint="lanes")
     lanes_mean = b.op("tile.div", total, lanes_n, type=row, name_hint="lanes_mean")
-    dev = b.op("tile.sub", rm, wide(lanes_mean, "lanes_mean_wide"), type=src, name_hint="lane_dev")
+    dev = b.op("tile.sub", rm, _wide(b, lanes_mean, src, "lanes_mean_wide"), type=src, name_hint="lane_dev")
     sq = b.op("tile.mul", dev, dev, type=src, name_hint="lane_dev_sq")
-    weighted = b.op("tile.mul", wide(rn, "count_wide"), sq, type=src, name_hint="lane_between")
+    weighted = b.op("tile.mul", _wide(b, rn, src, "count_wide"), sq, type=src, name_hint="lane_between")
     within = b.op("tile.add", rq, weighted, type=src, name_hint="lane_spread")
     lanes_m2 = b.op("tile.reduce", within, type=row, kind="sum", axis=1, name_hint="lanes_m2")
     lanes_count = b.op("tile.mul", rn, lanes_n, type=row, name_hint="lanes_count")
@@ -156,16 +157,11 @@ def lanes(kernel: Kernel, loop: ForOp, i: int, part: WelfordOp, combine: Welford
         carried.type = src
 
     b = Builder.before(combine)
-
-    def wide(v: Value, name: str) -> Value:
-        col = b.op("tile.expand_dims", v, axis=1, name_hint=f"{name}_col")
-        return b.op("tile.broadcast", col, type=src, name_hint=name)
-
     v = part.src
     count = b.op("tile.add", an, one, type=row, name_hint="count")
     rcp = b.op("tile.div", ones, count, type=row, name_hint="rcp")
     delta = b.op("tile.sub", v, am, type=src, name_hint="delta")
-    step = b.op("tile.mul", delta, wide(rcp, "rcp_wide"), type=src, name_hint="step")
+    step = b.op("tile.mul", delta, _wide(b, rcp, src, "rcp_wide"), type=src, name_hint="step")
     mean = b.op("tile.add", am, step, type=src, name_hint="lane_mean")
     after_dev = b.op("tile.sub", v, mean, type=src, name_hint="dev")
     spread = b.op("tile.mul", delta, after_dev, type=src, name_hint="spread")
