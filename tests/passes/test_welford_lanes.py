@@ -128,3 +128,23 @@ def test_a_cluster_ctas_unrolled_chunks_keep_lanes(ctas: int, rows: int, seed: i
     interp.run(kernel, x, w, b, y, grid=(rows,))
     want = torch.nn.functional.layer_norm(x.double(), (cols,), w.double(), b.double(), EPS)
     assert_close(y.double(), want, torch.bfloat16, what=f"layernorm {rows}x{cols} over {ctas} CTAs")
+
+
+def test_a_chunk_of_more_than_8_elements_a_thread_keeps_its_per_chunk_statistics() -> None:
+    """Chunks of 16384 over 16 warps (32 elements a thread): lanes would take 64 more registers a
+    thread, which on the H100 cost the program its second CTA an SM (96.8 -> 66.2% of a copy); the
+    loop stays as it was and the remark says why. Chunks of 8192 over 32 warps (8) take lanes."""
+    from bench_scripts import meta_kernel
+
+    from tilec.ir import Module, parse, print_module
+    from tilec.passes import run_pipeline
+    from tilec.passes.base import collecting_remarks
+    from tilec.passes.pipelines import with_plan
+
+    for plan, lanes in (("xblock=1,chunk=16384,num_warps=16", False), ("xblock=1,chunk=8192,num_warps=32", True)):
+        module = parse(print_module(Module([meta_kernel("layernorm", 4096, 65536).kernel])))
+        with collecting_remarks() as remarks:
+            run_pipeline(module, with_plan("triton-default", plan))
+        assert _carried_lanes(module.kernels) == lanes, plan
+        said = [str(r) for r in remarks if "welford-lanes" in str(r)]
+        assert any("more than 8 elements of the chunk a thread" in r for r in said) == (not lanes), said

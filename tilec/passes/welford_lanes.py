@@ -264,10 +264,11 @@ def lanes_chain(kernel: Kernel, links: list[tuple[WelfordOp, WelfordCombineOp]])
 
 @register
 class WelfordLanes(Pass):
-    """Running Welford statistics of unmasked chunk loops kept per lane, combined once after the loop."""
+    """Running Welford statistics of unmasked chunk loops (and unrolled chains of chunks) kept per
+    lane, combined once after the last chunk."""
 
     name = "welford-lanes"
-    unchanged = "no loop carries Welford statistics of chunks"
+    unchanged = "no loop or unrolled chain carries Welford statistics of chunks"
     where: Literal["warps", "all"] = "warps"
 
     def run(self, module: Module) -> None:
