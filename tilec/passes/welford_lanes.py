@@ -113,6 +113,18 @@ def fits_registers(chunk: TileType, launch: Launch) -> bool:
     return -(-elems // threads) <= MAX_LANE_ELEMS
 
 
+def _update(b: Builder, v: Value, mean: Value, m2: Value, rcp: Value) -> tuple[Value, Value]:
+    """One chunk's Welford update of each lane's `mean` and `m2` by its value in `v`, `rcp` the
+    reciprocal of the lanes' count after it (a chunk-shaped tile or a scalar)."""
+    src = v.type
+    delta = b.op("tile.sub", v, mean, type=src, name_hint="delta")
+    step = b.op("tile.mul", delta, rcp, type=src, name_hint="step")
+    mean = b.op("tile.add", mean, step, type=src, name_hint="lane_mean")
+    dev = b.op("tile.sub", v, mean, type=src, name_hint="dev")
+    spread = b.op("tile.mul", delta, dev, type=src, name_hint="spread")
+    return mean, b.op("tile.add", m2, spread, type=src, name_hint="lane_m2")
+
+
 def _wide(b: Builder, v: Value, src: TileType, name: str) -> Value:
     """A row's value `v` broadcast along the chunk (`src`'s shape)."""
     col = b.op("tile.expand_dims", v, axis=1, name_hint=f"{name}_col")
@@ -157,15 +169,9 @@ def lanes(kernel: Kernel, loop: ForOp, i: int, part: WelfordOp, combine: Welford
         carried.type = src
 
     b = Builder.before(combine)
-    v = part.src
     count = b.op("tile.add", an, one, type=row, name_hint="count")
     rcp = b.op("tile.div", ones, count, type=row, name_hint="rcp")
-    delta = b.op("tile.sub", v, am, type=src, name_hint="delta")
-    step = b.op("tile.mul", delta, _wide(b, rcp, src, "rcp_wide"), type=src, name_hint="step")
-    mean = b.op("tile.add", am, step, type=src, name_hint="lane_mean")
-    after_dev = b.op("tile.sub", v, mean, type=src, name_hint="dev")
-    spread = b.op("tile.mul", delta, after_dev, type=src, name_hint="spread")
-    m2 = b.op("tile.add", aq, spread, type=src, name_hint="lane_m2")
+    mean, m2 = _update(b, part.src, am, aq, _wide(b, rcp, src, "rcp_wide"))
     yield_op = loop.body.terminator
     assert yield_op is not None
     yield_op.operands = [*yield_op.operands[:i], mean, m2, count, *yield_op.operands[i + 3 :]]
@@ -204,15 +210,11 @@ def _chain(
             why = "a chunk's statistics have other uses"
             break
         why = _chunk(part, launch)
-        if why or (links and str(part.src.type) != str(links[0][0].src.type)):
+        if why or (links and part.src.type != links[0][0].src.type):
             break
         links.append((part, combine))
-        before = defining_op(combine.operands[0])
-        if not (
-            isinstance(before, WelfordCombineOp)
-            and list(before.results) == combine.operands[:3]
-            and all(counts.get(id(v), 0) == 1 for v in before.results)
-        ):
+        before = _folded_into(combine)
+        if before is None or any(counts.get(id(v), 0) != 1 for v in before.results):
             break
         combine = before
     links.reverse()
@@ -221,15 +223,12 @@ def _chain(
     return links
 
 
-def _folded(kernel: Kernel) -> set[int]:
-    """The Welford combines whose statistics a later combine folds its chunk into (not a chain's end)."""
-    inner = set()
-    for op in kernel.walk():
-        if isinstance(op, WelfordCombineOp):
-            before = defining_op(op.operands[0])
-            if isinstance(before, WelfordCombineOp) and list(before.results) == op.operands[:3]:
-                inner.add(id(before))
-    return inner
+def _folded_into(combine: WelfordCombineOp) -> WelfordCombineOp | None:
+    """The combine whose statistics `combine` folds its chunk into, if one does."""
+    before = defining_op(combine.operands[0])
+    if isinstance(before, WelfordCombineOp) and list(before.results) == combine.operands[:3]:
+        return before
+    return None
 
 
 def lanes_chain(kernel: Kernel, links: list[tuple[WelfordOp, WelfordCombineOp]]) -> None:
@@ -244,14 +243,7 @@ def lanes_chain(kernel: Kernel, links: list[tuple[WelfordOp, WelfordCombineOp]])
     mean, m2 = first.src, Builder.before(links[0][1]).op("tile.full", type=src, value=0.0, name_hint="lanes_init")
     for k, (part, combine) in enumerate(links[1:], start=2):
         b = Builder.before(combine)
-        v = part.src
-        rcp = b.constant(1.0 / k, f32, name_hint="rcp")
-        delta = b.op("tile.sub", v, mean, type=src, name_hint="delta")
-        step = b.op("tile.mul", delta, rcp, type=src, name_hint="step")
-        mean = b.op("tile.add", mean, step, type=src, name_hint="lane_mean")
-        dev = b.op("tile.sub", v, mean, type=src, name_hint="dev")
-        spread = b.op("tile.mul", delta, dev, type=src, name_hint="spread")
-        m2 = b.op("tile.add", m2, spread, type=src, name_hint="lane_m2")
+        mean, m2 = _update(b, part.src, mean, m2, b.constant(1.0 / k, f32, name_hint="rcp"))
     b = Builder.before(last)
     count = b.op("tile.full", type=row, value=float(len(links)), name_hint="count")
     joined = _combine_lanes(b, inits, mean, m2, count, src, row, [r.name_hint for r in last.results])
@@ -288,8 +280,9 @@ class WelfordLanes(Pass):
                     lanes(kernel, loop, i, *found)
                     i += 3
             # unrolled chains, each found from its last combine
-            inner = _folded(kernel)
-            ends = [op for op in kernel.walk() if isinstance(op, WelfordCombineOp) and id(op) not in inner]
+            combines = [op for op in kernel.walk() if isinstance(op, WelfordCombineOp)]
+            inner = {id(_folded_into(op)) for op in combines}
+            ends = [op for op in combines if id(op) not in inner]
             for last in ends:
                 if last.parent is None:  # erased with an earlier chain
                     continue
