@@ -63,7 +63,7 @@ def test_long_rows_get_their_variants() -> None:
 def test_rows_of_131072_and_more_get_the_cluster_plans_they_split_into() -> None:
     """From rows of 131072, on Hopper, the row split across a cluster in the forms the surveys
     measured best (`CLUSTER_PLANS`), each where the row splits into its CTAs and chunks with at
-    most 32768 elements a CTA: all six at 131072, the clusters of 8 and 16 at 262144, none at
+    most 32768 elements a CTA: all seven at 131072, the clusters of 8 and 16 at 262144, none at
     rows that do not split (150000) or are shorter, nor without Hopper."""
     plans = {
         n: [autotune.split(c)[1] for c in candidates(hopper=True, forced=None, decline=True, n=n)]

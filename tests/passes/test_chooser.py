@@ -628,11 +628,11 @@ def test_a_table_derived_from_a_run_is_a_valid_table_for_its_gpu(monkeypatch: py
 @pytest.mark.parametrize(
     ("name", "rows", "cols", "expected", "plan"),
     [
-        ("rmsnorm", 4096, 32768, "triton", "xblock=1,chunk=8192,num_warps=32,reverse=true"),
+        ("rmsnorm", 4096, 32768, "triton", "xblock=1,chunk=8192,num_warps=32,stream=true"),
         ("rmsnorm", 4096, 50257, "triton", "xblock=1,chunk=16384,num_warps=16,reverse=true,stream=true"),
         ("rmsnorm", 4096, 65536, "triton", "xblock=1,chunk=32768,num_warps=32,stream=true"),
-        ("rmsnorm", 4096, 131072, "gluon", "xblock=1,chunk=8192,num_warps=16,cluster=4,exchange=push"),
-        ("rmsnorm", 2048, 262144, "gluon", "xblock=1,chunk=8192,num_warps=16,cluster=8"),
+        ("rmsnorm", 4096, 131072, "gluon", "xblock=1,chunk=8192,num_warps=8,cluster=4,exchange=push"),
+        ("rmsnorm", 2048, 262144, "gluon", "xblock=1,chunk=4096,num_warps=16,cluster=8"),
         ("layernorm", 4096, 32768, "triton", "xblock=1,chunk=8192,num_warps=32,reverse=true,stream=true"),
         ("layernorm", 4096, 50257, "triton", "xblock=1,chunk=16384,num_warps=16"),
         ("layernorm", 4096, 65536, "triton", "xblock=1,chunk=32768,num_warps=32,stream=true"),
@@ -651,11 +651,13 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
     before the whole survey's rules in the table), and from rows of 131072 each row split across a
     cluster, its partials pushed to the peers where that measured faster (-h100-exchange, a
     survey of those rows alone, before it); LayerNorm's from a survey of its own rows of 16384 and
-    more with its statistics kept per lane (-h100-welford-lanes, before both)."""
+    more with its statistics kept per lane (-h100-welford-lanes, before both), RMSNorm's from one
+    with a cluster CTA's chunk sums carried as one tile (-h100-chain-sums, before all)."""
     choice = choose(meta_kernel(name, rows, cols).kernel, hopper=True)
     assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (expected, plan), choice
     run = "2026-11-27-h100-exchange" if cols >= 131072 else "2026-11-27-h100-long-rows"
-    assert (run if name != "layernorm" else "2026-11-27-h100-welford-lanes") in choice.reason
+    own = {"layernorm": "2026-11-27-h100-welford-lanes", "rmsnorm": "2026-11-27-h100-chain-sums"}
+    assert own.get(name, run) in choice.reason
 
 
 def test_the_h200_caches_softmax_rows_of_32768_and_65536_in_shared_memory() -> None:
@@ -684,6 +686,7 @@ def test_the_h200_caches_softmax_rows_of_32768_and_65536_in_shared_memory() -> N
         (
             "H100",
             (
+                "2026-11-27-h100-chain-sums",
                 "2026-11-27-h100-welford-lanes",
                 "2026-11-27-h100-exchange",
                 "2026-11-27-h100-long-rows",
@@ -701,6 +704,7 @@ def test_the_h200_caches_softmax_rows_of_32768_and_65536_in_shared_memory() -> N
         (
             "H200",
             (
+                "2026-11-27-h200-chain-sums",
                 "2026-11-27-h200-welford-lanes",
                 "2026-11-27-h200-exchange",
                 "2026-11-27-h200-clusters-65536",

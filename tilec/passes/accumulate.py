@@ -8,7 +8,13 @@ running sum in the thread that loads it, leaves one cross-thread reduction per l
 This is how stock Inductor's reduction loops accumulate. The sums are regrouped (per lane, then
 across lanes, rather than per chunk, then across chunks): equal up to rounding, not bit-equal.
 
-Only sums of float tiles, in loops where the carried value's one use is that add. Which loops
+An unrolled loop — a straight-line chain of adds, each adding the next chunk's sum to the one
+before (`cluster-rows` unrolls a CTA's chunks so, before the exchange) — is carried the same way:
+each chunk's tile adds to the running tile where its sum was added, so each chunk's values die
+there as before, and one reduction follows the last.
+
+Only sums of float tiles, in loops where the carried value's one use is that add (chains: every
+link's sum and partial total used once, every chunk a tile of one type). Which loops
 (`where`): "warps" (the default), those whose chunk sum crosses warps: a column reduction's, and
 a row's when the plan spreads one row over several warps (one row a program over 16 or 32 warps:
 the Triton plan for rows of 32K and more, where the per-chunk barrier cost RMSNorm a third of its
@@ -29,6 +35,18 @@ After:
       tile.yield %next
     }
     %s = tile.reduce %s_2d {kind = "sum", axis = 1} : tile<[16], f32, #slice<...>>
+
+A chain, before:
+    %p0 = tile.reduce %v0, %m0 {kind = "sum", axis = 1}
+    %s0 = tile.add %init, %p0
+    %p1 = tile.reduce %v1, %m1 {kind = "sum", axis = 1}
+    %s1 = tile.add %s0, %p1
+After:
+    %kept = tile.where %m0, %v0, %c0
+    %kept_1 = tile.where %m1, %v1, %c0
+    %lanes_sum = tile.add %kept, %kept_1
+    %total = tile.reduce %lanes_sum {kind = "sum", axis = 1}
+    %s1 = tile.add %init, %total                     (only where %init is not a zero)
 """
 
 from __future__ import annotations
@@ -36,7 +54,7 @@ from __future__ import annotations
 from typing import Literal
 
 from tilec.ir.builder import Builder
-from tilec.ir.core import Kernel, Module, defining_op, replace_uses, use_counts
+from tilec.ir.core import Kernel, Module, Operation, Value, defining_op, replace_uses, use_counts
 from tilec.ir.layouts import BlockedLayout
 from tilec.ir.ops import ElementwiseOp, ForOp, ReduceOp, ReductionOp, yielded_values
 from tilec.ir.types import TileType
@@ -92,11 +110,7 @@ def accumulate(kernel: Kernel, loop: ForOp, i: int, red: ReduceOp) -> None:
     result.type = src
     add = defining_op(yielded_values(loop.body)[i])
     assert add is not None
-    kept = red.src
-    if red.mask is not None:
-        b = Builder.before(red)
-        c0 = b.constant(0.0, src.dtype, name_hint="c0")
-        kept = b.op("tile.where", red.mask, red.src, c0, type=src, name_hint="kept")
+    kept = _kept(red)
     add.operands = [acc, kept] if add.operands[0] is acc else [kept, acc]
     add.result.type = src
     red.erase()
@@ -109,12 +123,85 @@ def accumulate(kernel: Kernel, loop: ForOp, i: int, red: ReduceOp) -> None:
     replace_uses(kernel.body, result, total, keep=made)
 
 
+def _kept(red: ReduceOp) -> Value:
+    """The chunk tile `red` sums, 0 where its mask is off."""
+    if red.mask is None:
+        return red.src
+    src = red.src.type
+    assert isinstance(src, TileType)
+    b = Builder.before(red)
+    c0 = b.constant(0.0, src.dtype, name_hint="c0")
+    return b.op("tile.where", red.mask, red.src, c0, type=src, name_hint="kept")
+
+
+def _chunk_sum(v: Value, row: object, block: object, counts: dict[int, int]) -> ReduceOp | None:
+    """The chunk sum `v` is, where a chain may carry it: a sum along its tile's last axis in the
+    row's type, in `block`, used once."""
+    red = defining_op(v)
+    if not isinstance(red, ReduceOp) or red.attr("kind") != "sum" or red.parent is not block:
+        return None
+    src = red.src.type
+    if not isinstance(src, TileType) or not src.dtype.is_float or red.attr("axis") != src.rank - 1:
+        return None
+    if red.result.type != row or src.dtype != getattr(row, "dtype", None) or counts.get(id(v), 0) != 1:
+        return None
+    return red
+
+
+def _chain(last: ElementwiseOp, counts: dict[int, int]) -> tuple[Value, list[tuple[ReduceOp, ElementwiseOp]]] | None:
+    """The straight-line chain of chunk sums that ends at the add `last`, first chunk first, and
+    the total it starts from: each add adds one chunk's sum to the partial total before it (an
+    unrolled loop). None where fewer than two chunks chain."""
+    row = last.result.type
+    links: list[tuple[ReduceOp, ElementwiseOp]] = []
+    add: Operation | None = last
+    start: Value | None = None
+    while isinstance(add, ElementwiseOp) and add.name == "tile.add" and add.parent is last.parent:
+        a, b = add.operands
+        red = _chunk_sum(b, row, last.parent, counts)
+        before = a
+        if red is None:
+            red, before = _chunk_sum(a, row, last.parent, counts), b
+        if red is None or (links and red.src.type != links[-1][0].src.type):
+            break
+        links.append((red, add))
+        start = before
+        add = defining_op(before)
+        if counts.get(id(before), 0) != 1:
+            break
+    if len(links) < 2 or start is None:
+        return None
+    links.reverse()
+    return start, links
+
+
+def accumulate_chain(kernel: Kernel, start: Value, links: list[tuple[ReduceOp, ElementwiseOp]]) -> None:
+    """Rewrites an unrolled chain of chunk sums as one running chunk-shaped tile, reduced after
+    its last add; `start` is the total the chain adds to."""
+    src = links[0][0].src.type
+    assert isinstance(src, TileType)
+    last = links[-1][1]
+    running = _kept(links[0][0])
+    for red, add in links[1:]:
+        kept = _kept(red)
+        running = Builder.before(add).op("tile.add", running, kept, type=src, name_hint="lanes_sum")
+    b = Builder.before(last)
+    row = last.result.type
+    total = b.op("tile.reduce", running, type=row, kind="sum", axis=src.rank - 1, name_hint="total")
+    if const_value(start) != 0:
+        total = b.op("tile.add", start, total, type=row, name_hint="total")
+    replace_uses(kernel.body, last.result, total)
+    for red, add in reversed(links):
+        add.erase()
+        red.erase()
+
+
 @register
 class Accumulate(Pass):
     """Running sums of reduction loops carried as whole tiles, reduced once after the loop."""
 
     name = "accumulate"
-    unchanged = "no loop carries a sum of chunk reductions"
+    unchanged = "no loop or unrolled chain carries a sum of chunk reductions"
     where: Literal["columns", "warps", "all"] = "warps"
 
     def run(self, module: Module) -> None:
@@ -123,9 +210,9 @@ class Accumulate(Pass):
             if self.where == "columns" and not columns:
                 self.remark(kernel, "it reads rows (where=columns)")
                 continue
-            loops = [op for op in kernel.walk() if isinstance(op, ForOp)]
             why: list[str] = []
-            for loop in loops:
+            changed = False
+            for loop in [op for op in kernel.walk() if isinstance(op, ForOp)]:
                 for i in range(len(loop.inits)):
                     found = _running_sum(loop, i, use_counts(kernel.body))
                     if isinstance(found, ReduceOp) and self.where == "warps" and not columns and warps_along(found) < 2:
@@ -134,5 +221,22 @@ class Accumulate(Pass):
                         why.append(f"%{loop.iter_args[i].name_hint}: {found}")
                     else:
                         accumulate(kernel, loop, i, found)
-            if why and len(why) == sum(len(loop.inits) for loop in loops):
+                        changed = True
+            # unrolled chains, each found from its last add
+            seen: set[int] = set()
+            adds = [op for op in kernel.walk() if isinstance(op, ElementwiseOp) and op.name == "tile.add"]
+            for last in reversed(adds):
+                if id(last) in seen:
+                    continue
+                chain = _chain(last, use_counts(kernel.body))
+                if chain is None:
+                    continue
+                start, links = chain
+                seen.update(id(add) for _, add in links)
+                if self.where == "warps" and not columns and warps_along(links[0][0]) < 2:
+                    why.append(f"%{last.result.name_hint}: the chunks' sums stay within a warp: no barrier to save")
+                    continue
+                accumulate_chain(kernel, start, links)
+                changed = True
+            if why and not changed:
                 self.remark(kernel, "; ".join(why))

@@ -211,6 +211,62 @@ class Rule:
 # `stream`: the `reread` pass) among them: both before the whole survey's rules, which decide the
 # shorter rows.
 RULES: tuple[Rule, ...] = (
+    # first, RMSNorm's rows of 16384 and more from a survey of those rows alone (--ops rmsnorm
+    # --min-row 16384), the sums of a cluster CTA's chunks carried as one tile (accumulate's
+    # unrolled chains)
+    Rule(
+        "sum",
+        32768,
+        65536,
+        "stock",
+        "2026-11-27-h100-chain-sums",
+        "4096x16384 100.1 vs 100.2; 16384x16384 100.8 vs 101.3",
+    ),
+    Rule(
+        "sum",
+        65536,
+        100514,
+        "triton",
+        "2026-11-27-h100-chain-sums",
+        "4096x32768 100.1 vs 96.9",
+        plan="xblock=1,chunk=8192,num_warps=32,stream=true",
+    ),
+    Rule(
+        "sum",
+        100514,
+        131072,
+        "triton",
+        "2026-11-27-h100-chain-sums",
+        "32768x50257 93.8 vs 44.5",
+        plan="xblock=1,chunk=16384,num_warps=16,reverse=true,stream=true",
+    ),
+    Rule(
+        "sum",
+        131072,
+        262144,
+        "triton",
+        "2026-11-27-h100-chain-sums",
+        "8192x65536 100.5 vs 70.2",
+        plan="xblock=1,chunk=32768,num_warps=32,stream=true",
+    ),
+    Rule(
+        "sum",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h100-chain-sums",
+        "4096x131072 99.8 vs 66.2",
+        plan="xblock=1,chunk=8192,num_warps=8,cluster=4,exchange=push",
+    ),
+    Rule(
+        "sum",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h100-chain-sums",
+        "2048x262144 90.5 vs 65.1",
+        plan="xblock=1,chunk=4096,num_warps=16,cluster=8",
+    ),
     # first, LayerNorm's rows of 16384 and more from a survey of those rows alone (--ops layernorm
     # --min-row 16384), its Triton loops and cluster plans keeping their statistics per lane
     # (welford-lanes) where a thread holds at most 8 elements of a chunk
@@ -286,24 +342,6 @@ RULES: tuple[Rule, ...] = (
         plan="xblock=1,chunk=4096,num_warps=8,cluster=16,exchange=push",
     ),
     Rule(
-        "sum",
-        262144,
-        524288,
-        "gluon",
-        "2026-11-27-h100-exchange",
-        "4096x131072 100.0 vs 65.5",
-        plan="xblock=1,chunk=8192,num_warps=16,cluster=4,exchange=push",
-    ),
-    Rule(
-        "sum",
-        524288,
-        2**62,
-        "gluon",
-        "2026-11-27-h100-exchange",
-        "2048x262144 90.4 vs 64.3",
-        plan="xblock=1,chunk=8192,num_warps=16,cluster=8",
-    ),
-    Rule(
         "softmax",
         65536,
         100514,
@@ -320,33 +358,6 @@ RULES: tuple[Rule, ...] = (
         "2026-11-27-h100-long-rows",
         "32768x50257 86.9 vs 48.0; 8192x65536 97.9 vs 61.1",
         plan="xblock=1,chunk=16384,num_warps=16,stream=true",
-    ),
-    Rule(
-        "sum",
-        65536,
-        100514,
-        "triton",
-        "2026-11-27-h100-long-rows",
-        "4096x32768 100.0 vs 96.7",
-        plan="xblock=1,chunk=8192,num_warps=32,reverse=true",
-    ),
-    Rule(
-        "sum",
-        100514,
-        131072,
-        "triton",
-        "2026-11-27-h100-long-rows",
-        "32768x50257 93.5 vs 44.6",
-        plan="xblock=1,chunk=16384,num_warps=16,reverse=true,stream=true",
-    ),
-    Rule(
-        "sum",
-        131072,
-        262144,
-        "triton",
-        "2026-11-27-h100-long-rows",
-        "8192x65536 100.5 vs 69.8",
-        plan="xblock=1,chunk=32768,num_warps=32,stream=true",
     ),
     Rule(
         "mean-var",
@@ -459,12 +470,7 @@ RULES: tuple[Rule, ...] = (
         plan="xblock=1,rblock=2048,num_warps=8",
     ),
     Rule(
-        "sum",
-        16384,
-        65536,
-        "stock",
-        "2026-11-26-h100-narrow-ends",
-        "8192x8192 99.9 vs 99.8; 16384x8192 99.9 vs 99.9; 4096x16384 99.3 vs 99.3; 16384x16384 100.7 vs 101.2",
+        "sum", 16384, 32768, "stock", "2026-11-26-h100-narrow-ends", "8192x8192 99.9 vs 99.8; 16384x8192 99.9 vs 99.9"
     ),
     Rule(
         "sum",
@@ -1253,6 +1259,63 @@ def signature(kernel: Kernel) -> Signature:
 # the H100's, the survey of rows of 131072 and more (clusters of 16, `exchange=push`), then the
 # long rows' survey with `reverse` and `stream` among its plans.
 H200_RULES: tuple[Rule, ...] = (
+    # first, RMSNorm's rows of 16384 and more from a survey of those rows alone (--ops rmsnorm
+    # --min-row 16384), the sums of a cluster CTA's chunks carried as one tile (accumulate's
+    # unrolled chains)
+    Rule(
+        "sum",
+        32768,
+        65536,
+        "triton",
+        "2026-11-27-h200-chain-sums",
+        "4096x16384 96.8 vs 94.7; 16384x16384 99.7 vs 98.7",
+        plan="xblock=1,num_warps=32",
+    ),
+    Rule(
+        "sum",
+        65536,
+        100514,
+        "triton",
+        "2026-11-27-h200-chain-sums",
+        "4096x32768 99.7 vs 97.7",
+        plan="xblock=1,chunk=8192,num_warps=32,reverse=true,stream=true",
+    ),
+    Rule(
+        "sum",
+        100514,
+        131072,
+        "triton",
+        "2026-11-27-h200-chain-sums",
+        "32768x50257 84.5 vs 35.7",
+        plan="xblock=1,chunk=16384,num_warps=16,reverse=true,stream=true",
+    ),
+    Rule(
+        "sum",
+        131072,
+        262144,
+        "triton",
+        "2026-11-27-h200-chain-sums",
+        "8192x65536 99.0 vs 68.7",
+        plan="xblock=1,chunk=32768,num_warps=32,reverse=true,stream=true",
+    ),
+    Rule(
+        "sum",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h200-chain-sums",
+        "4096x131072 92.4 vs 64.7",
+        plan="xblock=1,chunk=4096,num_warps=16,cluster=4,exchange=push",
+    ),
+    Rule(
+        "sum",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h200-chain-sums",
+        "2048x262144 84.4 vs 62.9",
+        plan="xblock=1,chunk=8192,num_warps=16,cluster=8,exchange=push",
+    ),
     # first, LayerNorm's rows of 16384 and more from a survey of those rows alone (--ops layernorm
     # --min-row 16384), its Triton loops and cluster plans keeping their statistics per lane
     # (welford-lanes) where a thread holds at most 8 elements of a chunk
@@ -1318,24 +1381,6 @@ H200_RULES: tuple[Rule, ...] = (
         "2048x262144 75.8 vs 47.1",
         plan="xblock=1,chunk=8192,num_warps=4,cluster=16,exchange=push",
     ),
-    Rule(
-        "sum",
-        262144,
-        524288,
-        "gluon",
-        "2026-11-27-h200-exchange",
-        "4096x131072 91.8 vs 64.7",
-        plan="xblock=1,chunk=8192,num_warps=16,cluster=4,exchange=push",
-    ),
-    Rule(
-        "sum",
-        524288,
-        2**62,
-        "gluon",
-        "2026-11-27-h200-exchange",
-        "2048x262144 82.9 vs 64.0",
-        plan="xblock=1,chunk=8192,num_warps=16,cluster=8,exchange=push",
-    ),
     # then RMSNorm's and softmax's rows of 65536 from a survey of those rows alone (--shapes
     # 8192x65536), clusters of 2-8 CTAs with either exchange among its plans
     Rule(
@@ -1346,15 +1391,6 @@ H200_RULES: tuple[Rule, ...] = (
         "2026-11-27-h200-clusters-65536",
         "8192x65536 92.9 vs 47.3",
         plan="xblock=1,chunk=8192,num_warps=8,cluster=2,exchange=push",
-    ),
-    Rule(
-        "sum",
-        131072,
-        262144,
-        "triton",
-        "2026-11-27-h200-clusters-65536",
-        "8192x65536 98.9 vs 68.7",
-        plan="xblock=1,chunk=32768,num_warps=32,stream=true",
     ),
     Rule(
         "softmax",
@@ -1373,24 +1409,6 @@ H200_RULES: tuple[Rule, ...] = (
         "2026-11-27-h200-long-rows",
         "32768x50257 70.3 vs 36.0",
         plan="xblock=1,chunk=16384,num_warps=16,stream=true",
-    ),
-    Rule(
-        "sum",
-        65536,
-        100514,
-        "triton",
-        "2026-11-27-h200-long-rows",
-        "4096x32768 99.7 vs 97.2",
-        plan="xblock=1,chunk=8192,num_warps=32,reverse=true,stream=true",
-    ),
-    Rule(
-        "sum",
-        100514,
-        131072,
-        "triton",
-        "2026-11-27-h200-long-rows",
-        "32768x50257 84.7 vs 35.7",
-        plan="xblock=1,chunk=16384,num_warps=16,reverse=true,stream=true",
     ),
     Rule("mean-var", 0, 4096, "stock", "2026-11-27-h200-survey", "32768x512 94.3 vs 96.7; 65536x1024 99.3 vs 99.1"),
     Rule(
@@ -1526,14 +1544,7 @@ H200_RULES: tuple[Rule, ...] = (
         "8192x4096 100.2 vs 88.0; 32768x4096 100.7 vs 88.9",
         plan="xblock=1,rblock=2048,num_warps=8",
     ),
-    Rule(
-        "sum",
-        16384,
-        65536,
-        "stock",
-        "2026-11-27-h200-survey",
-        "8192x8192 100.7 vs 100.6; 16384x8192 100.5 vs 100.6; 4096x16384 99.2 vs 93.2; 16384x16384 99.7 vs 99.2",
-    ),
+    Rule("sum", 16384, 32768, "stock", "2026-11-27-h200-survey", "8192x8192 100.7 vs 100.6; 16384x8192 100.5 vs 100.6"),
     Rule(
         "sum",
         0,

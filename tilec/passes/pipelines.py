@@ -16,7 +16,10 @@ GLUON_DEFAULT = [
     # block's rows fit in shared memory (128 KiB), so reuse can cache them
     "plan{row_block_bytes=131072}",
     # running sums whose chunk sums cross warps (a column reduction's; a row spread over several
-    # warps) carried as whole tiles: one cross-warp reduction per loop, not one per chunk
+    # warps) carried as whole tiles: one cross-warp reduction per loop, not one per chunk; the
+    # same over a cluster CTA's unrolled chunks (RMSNorm 2048x262144 in clusters of 8 on the H200:
+    # 84.3% of a copy against 82.7, with the plans re-surveyed no loss elsewhere;
+    # bench/results/2026-11-27-h200-chain-sums)
     "accumulate",
     # a row that starts off a 16-byte boundary (a vocabulary of 50257), one row per program: the
     # chunks start on one, the head and the rest masked, the chunks between them 16-byte vectors
