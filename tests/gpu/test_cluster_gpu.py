@@ -83,8 +83,14 @@ def test_several_rows_a_cluster_equal_the_reference(cluster, op: str, n: int, ct
 @pytest.mark.parametrize("exchange", ["barriers", "push"])
 @pytest.mark.parametrize(
     ("op", "cols", "ctas", "chunk", "warps"),
-    # the last: 8 elements of a chunk a thread, LayerNorm's statistics kept per lane (welford-lanes)
-    [("softmax", 262144, 16, 4096, 8), ("layernorm", 131072, 8, 4096, 4), ("layernorm", 65536, 8, 1024, 4)],
+    # the last: 8 elements of a chunk a thread, LayerNorm's statistics kept per lane (welford-lanes);
+    # softmax's are kept per lane in every cluster form (softmax-lanes)
+    [
+        ("softmax", 262144, 16, 4096, 8),
+        ("softmax", 65536, 2, 8192, 8),
+        ("layernorm", 131072, 8, 4096, 4),
+        ("layernorm", 65536, 8, 1024, 4),
+    ],
 )
 def test_the_plans_cluster_form_launches_as_the_hook_launches_it(
     op: str, cols: int, ctas: int, chunk: int, warps: int, exchange: str
@@ -113,9 +119,14 @@ def test_the_plans_cluster_form_launches_as_the_hook_launches_it(
     assert kernel.launch.num_ctas == ctas
     if op == "layernorm":  # per lane where a thread holds at most 8 elements of a chunk
         assert (chunk // (32 * warps) <= 8) == (not any(o.name == "tile.welford" for o in kernel.walk())), plan
+    if op == "softmax":
+        assert not any(o.name == "tile.softmax_reduce" for o in kernel.walk()), plan
     taken = load_kernel(kernel.name, emit_gluon(kernel).source, "gluon", order=list(range(len(kernel.params))))
     x = torch.randn(512, cols, device="cuda", dtype=torch.bfloat16)
     w, b = (torch.randn(cols, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    if op == "softmax":  # masked logits: a few -inf a row, one row of -inf only (NaN, as torch gives)
+        x[:, ::997] = float("-inf")
+        x[3] = float("-inf")
     xf = x.float()
     if op == "softmax":
         expected, inputs = torch.softmax(xf, -1), (x,)

@@ -578,7 +578,8 @@ def test_gluon_default_is_the_auto_cache_form_of_the_gluon_pipeline() -> None:
 
     assert gluon_form(cache="auto") == NAMED_PIPELINES["gluon-default"]
     assert gluon_form("xblock=1", persistent=True, stages=3, specialize=True) == (
-        "repeats,plan{xblock=1},accumulate,align-rows,canonicalize,peel,canonicalize,welford-lanes,cse,split-rows,"
+        "repeats,plan{xblock=1},accumulate,align-rows,canonicalize,peel,canonicalize,welford-lanes,softmax-lanes,cse,"
+        "split-rows,"
         "reuse{cache=smem},cse,reread,persistent,"
         "pipeline{stages=3},"
         "warp-specialize,canonicalize,cse,fp32-at-use,dce,separate-reads"
@@ -640,8 +641,9 @@ def test_a_table_derived_from_a_run_is_a_valid_table_for_its_gpu(monkeypatch: py
         ("layernorm", 2048, 262144, "gluon", "xblock=1,chunk=4096,num_warps=16,cluster=8,exchange=push"),
         ("softmax", 4096, 32768, "triton", "xblock=1,chunk=16384,num_warps=16,reverse=true"),
         ("softmax", 4096, 50257, "triton", "xblock=1,chunk=16384,num_warps=16,stream=true"),
-        ("softmax", 4096, 131072, "gluon", "xblock=1,chunk=4096,num_warps=4,cluster=16,exchange=push"),
-        ("softmax", 2048, 262144, "gluon", "xblock=1,chunk=4096,num_warps=8,cluster=16,exchange=push"),
+        ("softmax", 8192, 65536, "gluon", "xblock=1,chunk=4096,num_warps=16,cluster=2,exchange=push"),
+        ("softmax", 4096, 131072, "gluon", "xblock=1,chunk=2048,num_warps=4,cluster=16,exchange=push"),
+        ("softmax", 2048, 262144, "gluon", "xblock=1,chunk=8192,num_warps=4,cluster=16,exchange=push"),
     ],
 )
 def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, expected: str, plan: str) -> None:
@@ -652,32 +654,39 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
     cluster, its partials pushed to the peers where that measured faster (-h100-exchange, a
     survey of those rows alone, before it); LayerNorm's from a survey of its own rows of 16384 and
     more with its statistics kept per lane (-h100-welford-lanes, before both), RMSNorm's from one
-    with a cluster CTA's chunk sums carried as one tile (-h100-chain-sums, before all)."""
+    with a cluster CTA's chunk sums carried as one tile (-h100-chain-sums), softmax's from rows of
+    65536 from one with a CTA's chunk statistics kept per lane (-h100-softmax-lanes), before all."""
     choice = choose(meta_kernel(name, rows, cols).kernel, hopper=True)
     assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (expected, plan), choice
     run = "2026-11-27-h100-exchange" if cols >= 131072 else "2026-11-27-h100-long-rows"
     own = {"layernorm": "2026-11-27-h100-welford-lanes", "rmsnorm": "2026-11-27-h100-chain-sums"}
+    if name == "softmax" and cols >= 65536:
+        own["softmax"] = "2026-11-27-h100-softmax-lanes"
     assert own.get(name, run) in choice.reason
 
 
 def test_the_h200_caches_softmax_rows_of_32768_and_65536_in_shared_memory() -> None:
     """On the H200 softmax rows of 32768 take the Gluon loop with the row cached in shared memory
     (read from HBM once: 92.4% of a copy, compile 45.9; bench/results/2026-11-27-h200-long-rows),
-    rows of 65536 a cluster of two CTAs, each caching half the row, their partials pushed (92.9
-    against the Triton loop's 79.3, compile 47.3; -h200-clusters-65536: one 128 KiB cache a CTA
-    would leave one program an SM); the H100, where the Triton loop's second read hits L2, keeps
-    Triton at both (-h100-long-rows, -h100-gluon-long-rows)."""
+    rows of 65536 a cluster of two CTAs, each caching half the row, their partials pushed (97.5
+    against 47.3 for compile, each CTA's statistics per lane; -h200-softmax-lanes: one 128 KiB
+    cache a CTA would leave one program an SM); the H100, where the Triton loop's second read hits
+    L2, keeps Triton at rows of 32768 (-h100-long-rows, -h100-gluon-long-rows) and takes clusters
+    of 2 at 65536 only with the statistics per lane (99.7 against the loop's 97.9,
+    -h100-softmax-lanes)."""
     from tilec.ir.target import H200
 
     for cols, emitter, plan, run in (
         (32768, "gluon", "xblock=1,chunk=16384,num_warps=8", "2026-11-27-h200-long-rows"),
-        (65536, "gluon", "xblock=1,chunk=8192,num_warps=8,cluster=2,exchange=push", "2026-11-27-h200-clusters-65536"),
+        (65536, "gluon", "xblock=1,chunk=8192,num_warps=8,cluster=2,exchange=push", "2026-11-27-h200-softmax-lanes"),
     ):
         choice = choose(meta_kernel("softmax", 4096, cols).kernel, hopper=True, gpu=H200.name)
         assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (emitter, plan), choice
         assert run in choice.reason
-        on_h100 = choose(meta_kernel("softmax", 4096, cols).kernel, hopper=True)
-        assert isinstance(on_h100, Choice) and on_h100.emitter == "triton", on_h100
+    on_h100 = choose(meta_kernel("softmax", 4096, 32768).kernel, hopper=True)
+    assert isinstance(on_h100, Choice) and on_h100.emitter == "triton", on_h100
+    on_h100 = choose(meta_kernel("softmax", 4096, 65536).kernel, hopper=True)
+    assert isinstance(on_h100, Choice) and "cluster=2," in (on_h100.plan or ""), on_h100
 
 
 @pytest.mark.parametrize(
@@ -686,6 +695,7 @@ def test_the_h200_caches_softmax_rows_of_32768_and_65536_in_shared_memory() -> N
         (
             "H100",
             (
+                "2026-11-27-h100-softmax-lanes",
                 "2026-11-27-h100-chain-sums",
                 "2026-11-27-h100-welford-lanes",
                 "2026-11-27-h100-exchange",
@@ -704,6 +714,7 @@ def test_the_h200_caches_softmax_rows_of_32768_and_65536_in_shared_memory() -> N
         (
             "H200",
             (
+                "2026-11-27-h200-softmax-lanes",
                 "2026-11-27-h200-chain-sums",
                 "2026-11-27-h200-welford-lanes",
                 "2026-11-27-h200-exchange",

@@ -36,7 +36,7 @@ from tilec.passes import run_pipeline
 from tilec.passes.base import collecting_remarks
 from tilec.passes.pipelines import gluon_form
 
-CACHED = "canonicalize,peel,canonicalize,welford-lanes,cse,reuse{cache=smem},cse"  # for forms gluon_form does not write
+CACHED = "canonicalize,peel,canonicalize,welford-lanes,softmax-lanes,cse,reuse{cache=smem},cse"  # for forms gluon_form does not write
 
 
 def pipeline_text(xblock: int, rblock: int, stages: int, persistent: bool, specialized: bool) -> str:

@@ -167,14 +167,15 @@ REREAD_PLANS = [
 ]
 # and from rows of 131072, on Hopper, each row split across a thread-block cluster (the plan's
 # `cluster`: cluster-rows), in the forms the surveys of those rows measured best for some op and
-# length on the H100 or the H200 (bench/results/2026-11-27-h100-exchange, -h200-exchange:
-# softmax 4096x131072 96.0 in clusters of 16 on the H100, 83.8 in clusters of 8 over 4 warps on
-# the H200; LayerNorm, its statistics per lane, in clusters of 4 and 8 in chunks of 4096 over 16
-# warps, pushed: 4096x131072 94.2 / 79.3, 2048x262144 85.8 / 72.5, -h100-welford-lanes,
-# -h200-welford-lanes; RMSNorm, a CTA's chunk sums carried as one tile, 4096x131072 in clusters
-# of 4, pushed, in chunks of 8192 over 8 warps 99.8 / 92.4 and of 4096 over 16 99.6 / 92.4,
-# 2048x262144 in clusters of 8 in chunks of 8192 over 16 warps 90.5 / 79.8 with the barriers'
-# exchange and 89.4 / 84.4 pushed, -h100-chain-sums, -h200-chain-sums).
+# length on the H100 or the H200: softmax, each CTA's statistics per lane, in clusters of 16 in
+# chunks of 4096 over 4 warps on the H100 (4096x131072 96.8, 2048x262144 95.2% of a copy) and of 8
+# in chunks of 8192 over 4 warps on the H200 (4096x131072 87.2; bench/results/2026-11-27-h100-
+# softmax-lanes, -h200-softmax-lanes); LayerNorm, its statistics per lane, in clusters of 4 and 8
+# in chunks of 4096 over 16 warps, pushed (4096x131072 94.2 / 79.3, 2048x262144 85.8 / 72.5,
+# -h100-welford-lanes, -h200-welford-lanes); RMSNorm, a CTA's chunk sums carried as one tile,
+# 4096x131072 in clusters of 4, pushed, in chunks of 8192 over 8 warps 99.8 / 92.4 and of 4096
+# over 16 99.6 / 92.4, 2048x262144 in clusters of 8 in chunks of 8192 over 16 warps 90.5 / 79.8
+# with the barriers' exchange and 89.4 / 84.4 pushed (-h100-chain-sums, -h200-chain-sums).
 # Only where the row splits into the plan's CTAs and chunks with at most 32768 elements a CTA (the
 # surveys' bound: a 64 KiB bf16 slice leaves three CTAs an SM)
 CLUSTER_ROW = 131072

@@ -18,6 +18,7 @@ from tilec.passes import (  # noqa: F401  (register the passes)
     reread,
     reuse,
     separate_reads,
+    softmax_lanes,
     specialize,
     split_rows,
     warp_specialize,

@@ -211,6 +211,35 @@ class Rule:
 # `stream`: the `reread` pass) among them: both before the whole survey's rules, which decide the
 # shorter rows.
 RULES: tuple[Rule, ...] = (
+    # first, softmax's rows of 65536 and more from a survey of those rows alone (--ops softmax
+    # --min-row 65536), a cluster CTA's chunk statistics kept per lane (softmax-lanes)
+    Rule(
+        "softmax",
+        131072,
+        262144,
+        "gluon",
+        "2026-11-27-h100-softmax-lanes",
+        "8192x65536 99.7 vs 61.1",
+        plan="xblock=1,chunk=4096,num_warps=16,cluster=2,exchange=push",
+    ),
+    Rule(
+        "softmax",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h100-softmax-lanes",
+        "4096x131072 96.7 vs 60.0; 8192x131072 96.8 vs 60.9",
+        plan="xblock=1,chunk=2048,num_warps=4,cluster=16,exchange=push",
+    ),
+    Rule(
+        "softmax",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h100-softmax-lanes",
+        "2048x262144 95.2 vs 58.9",
+        plan="xblock=1,chunk=8192,num_warps=4,cluster=16,exchange=push",
+    ),
     # first, RMSNorm's rows of 16384 and more from a survey of those rows alone (--ops rmsnorm
     # --min-row 16384), the sums of a cluster CTA's chunks carried as one tile (accumulate's
     # unrolled chains)
@@ -325,24 +354,6 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "softmax",
-        262144,
-        524288,
-        "gluon",
-        "2026-11-27-h100-exchange",
-        "4096x131072 96.0 vs 60.1; 8192x131072 96.0 vs 60.9",
-        plan="xblock=1,chunk=4096,num_warps=4,cluster=16,exchange=push",
-    ),
-    Rule(
-        "softmax",
-        524288,
-        2**62,
-        "gluon",
-        "2026-11-27-h100-exchange",
-        "2048x262144 94.2 vs 58.9",
-        plan="xblock=1,chunk=4096,num_warps=8,cluster=16,exchange=push",
-    ),
-    Rule(
-        "softmax",
         65536,
         100514,
         "triton",
@@ -353,10 +364,10 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "softmax",
         100514,
-        262144,
+        131072,
         "triton",
         "2026-11-27-h100-long-rows",
-        "32768x50257 86.9 vs 48.0; 8192x65536 97.9 vs 61.1",
+        "32768x50257 86.9 vs 48.0",
         plan="xblock=1,chunk=16384,num_warps=16,stream=true",
     ),
     Rule(
@@ -1259,6 +1270,35 @@ def signature(kernel: Kernel) -> Signature:
 # the H100's, the survey of rows of 131072 and more (clusters of 16, `exchange=push`), then the
 # long rows' survey with `reverse` and `stream` among its plans.
 H200_RULES: tuple[Rule, ...] = (
+    # first, softmax's rows of 65536 and more from a survey of those rows alone (--ops softmax
+    # --min-row 65536), a cluster CTA's chunk statistics kept per lane (softmax-lanes)
+    Rule(
+        "softmax",
+        131072,
+        262144,
+        "gluon",
+        "2026-11-27-h200-softmax-lanes",
+        "8192x65536 97.5 vs 47.3",
+        plan="xblock=1,chunk=8192,num_warps=8,cluster=2,exchange=push",
+    ),
+    Rule(
+        "softmax",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h200-softmax-lanes",
+        "4096x131072 87.5 vs 47.1; 8192x131072 87.7 vs 47.8",
+        plan="xblock=1,chunk=2048,num_warps=4,cluster=8,exchange=push",
+    ),
+    Rule(
+        "softmax",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h200-softmax-lanes",
+        "2048x262144 84.9 vs 47.1",
+        plan="xblock=1,chunk=8192,num_warps=8,cluster=8,exchange=push",
+    ),
     # first, RMSNorm's rows of 16384 and more from a survey of those rows alone (--ops rmsnorm
     # --min-row 16384), the sums of a cluster CTA's chunks carried as one tile (accumulate's
     # unrolled chains)
@@ -1363,35 +1403,8 @@ H200_RULES: tuple[Rule, ...] = (
         "2048x262144 72.5 vs 54.0",
         plan="xblock=1,chunk=4096,num_warps=16,cluster=8,exchange=push",
     ),
-    Rule(
-        "softmax",
-        262144,
-        524288,
-        "gluon",
-        "2026-11-27-h200-exchange",
-        "4096x131072 83.8 vs 46.6; 8192x131072 84.3 vs 47.5",
-        plan="xblock=1,chunk=8192,num_warps=4,cluster=8,exchange=push",
-    ),
-    Rule(
-        "softmax",
-        524288,
-        2**62,
-        "gluon",
-        "2026-11-27-h200-exchange",
-        "2048x262144 75.8 vs 47.1",
-        plan="xblock=1,chunk=8192,num_warps=4,cluster=16,exchange=push",
-    ),
     # then RMSNorm's and softmax's rows of 65536 from a survey of those rows alone (--shapes
     # 8192x65536), clusters of 2-8 CTAs with either exchange among its plans
-    Rule(
-        "softmax",
-        131072,
-        262144,
-        "gluon",
-        "2026-11-27-h200-clusters-65536",
-        "8192x65536 92.9 vs 47.3",
-        plan="xblock=1,chunk=8192,num_warps=8,cluster=2,exchange=push",
-    ),
     Rule(
         "softmax",
         65536,
