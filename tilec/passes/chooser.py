@@ -211,6 +211,35 @@ class Rule:
 # `stream`: the `reread` pass) among them: both before the whole survey's rules, which decide the
 # shorter rows.
 RULES: tuple[Rule, ...] = (
+    # first, LayerNorm's rows of 65536 and more from a survey of those rows alone (--ops layernorm
+    # --min-row 65536), the pushed exchange and clusters of 2 among its cluster plans at every length
+    Rule(
+        "mean-var",
+        131072,
+        262144,
+        "gluon",
+        "2026-11-27-h100-layernorm-clusters",
+        "8192x65536 96.6 vs 63.3",
+        plan="xblock=1,chunk=2048,num_warps=8,cluster=4,exchange=push",
+    ),
+    Rule(
+        "mean-var",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h100-layernorm-clusters",
+        "4096x131072 94.0 vs 65.4",
+        plan="xblock=1,chunk=4096,num_warps=16,cluster=4,exchange=push",
+    ),
+    Rule(
+        "mean-var",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h100-layernorm-clusters",
+        "2048x262144 85.7 vs 61.0",
+        plan="xblock=1,chunk=4096,num_warps=16,cluster=8,exchange=push",
+    ),
     # first, softmax's rows of 65536 and more from a survey of those rows alone (--ops softmax
     # --min-row 65536), a cluster CTA's chunk statistics kept per lane (softmax-lanes)
     Rule(
@@ -324,33 +353,6 @@ RULES: tuple[Rule, ...] = (
         "2026-11-27-h100-welford-lanes",
         "32768x50257 68.8 vs 47.1",
         plan="xblock=1,chunk=16384,num_warps=16",
-    ),
-    Rule(
-        "mean-var",
-        131072,
-        262144,
-        "triton",
-        "2026-11-27-h100-welford-lanes",
-        "8192x65536 94.2 vs 63.5",
-        plan="xblock=1,chunk=32768,num_warps=32,stream=true",
-    ),
-    Rule(
-        "mean-var",
-        262144,
-        524288,
-        "gluon",
-        "2026-11-27-h100-welford-lanes",
-        "4096x131072 94.2 vs 65.5",
-        plan="xblock=1,chunk=4096,num_warps=16,cluster=4,exchange=push",
-    ),
-    Rule(
-        "mean-var",
-        524288,
-        2**62,
-        "gluon",
-        "2026-11-27-h100-welford-lanes",
-        "2048x262144 85.8 vs 61.0",
-        plan="xblock=1,chunk=4096,num_warps=16,cluster=8,exchange=push",
     ),
     Rule(
         "softmax",
