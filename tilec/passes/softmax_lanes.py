@@ -40,22 +40,15 @@ from typing import Literal
 
 from tilec.ir.builder import Builder
 from tilec.ir.clone import clone_op
-from tilec.ir.core import Block, Kernel, Module, Operation, Value, defining_op, replace_uses, use_counts
+from tilec.ir.core import Block, Kernel, Module, Operation, Value, defining_op, use_counts
 from tilec.ir.dtypes import f32, i1
 from tilec.ir.ops import SoftmaxCombineOp, SoftmaxReduceOp
 from tilec.ir.types import TileType
 from tilec.passes.accumulate import warps_along
 from tilec.passes.base import Pass, register
+from tilec.passes.chains import chain, chain_ends, replace_chain
 
 Link = tuple[SoftmaxReduceOp, SoftmaxCombineOp]
-
-
-def _folded_into(combine: SoftmaxCombineOp) -> SoftmaxCombineOp | None:
-    """The combine whose statistics `combine` folds its chunk into, if one does."""
-    before = defining_op(combine.operands[0])
-    if isinstance(before, SoftmaxCombineOp) and list(before.results) == combine.operands[:2]:
-        return before
-    return None
 
 
 def _recomputable(v: Value, block: Block, chunk: TileType) -> list[Operation] | str:
@@ -84,38 +77,12 @@ def _recomputable(v: Value, block: Block, chunk: TileType) -> list[Operation] | 
     return sorted(found.values(), key=lambda op: ops[id(op)])
 
 
-def _chain(last: SoftmaxCombineOp, counts: dict[int, int]) -> list[Link] | str:
-    """The straight-line chain of chunk statistics that ends at `last`, first chunk first, or why
-    it cannot be kept per lane."""
-    links: list[Link] = []
-    combine: Operation | None = last
-    why = ""
-    while isinstance(combine, SoftmaxCombineOp) and combine.parent is last.parent:
-        part = defining_op(combine.operands[2])
-        if (
-            not isinstance(part, SoftmaxReduceOp)
-            or list(part.results) != combine.operands[2:]
-            or part.parent is not last.parent
-        ):
-            break
-        src = part.src.type
-        if any(counts.get(id(v), 0) != 1 for v in part.results):
-            why = "a chunk's statistics have other uses"
-            break
-        if not isinstance(src, TileType) or src.rank != 2 or part.attr("axis") != 1:
-            why = "the chunk is not a 2-D tile reduced along its last axis"
-            break
-        if links and src != links[0][0].src.type:
-            break
-        links.append((part, combine))
-        before = _folded_into(combine)
-        if before is None or any(counts.get(id(v), 0) != 1 for v in before.results):
-            break
-        combine = before
-    links.reverse()
-    if len(links) < 2:
-        return why or "one chunk: nothing to carry"
-    return links
+def _chunk(part: SoftmaxReduceOp) -> str:
+    """Why one chunk's statistics cannot be kept per lane ("" where they can)."""
+    src = part.src.type
+    if not isinstance(src, TileType) or src.rank != 2 or part.attr("axis") != 1:
+        return "the chunk is not a 2-D tile reduced along its last axis"
+    return ""
 
 
 def lanes_chain(kernel: Kernel, links: list[Link], again: list[list[Operation]]) -> None:
@@ -163,14 +130,10 @@ def lanes_chain(kernel: Kernel, links: list[Link], again: list[list[Operation]])
     )
     zero = b.constant(0.0, f32, name_hint="zero")
     total = b.op("tile.where", empty, zero, total, type=row, name_hint="row_sum")
-    joined = b.create(
-        SoftmaxCombineOp, *inits, row_max, total, result_types=[row] * 2, names=[r.name_hint for r in last.results]
+    names = [r.name_hint for r in last.results]
+    replace_chain(
+        kernel, links, b.create(SoftmaxCombineOp, *inits, row_max, total, result_types=[row] * 2, names=names)
     )
-    for old, new in zip(last.results, joined.results):
-        replace_uses(kernel.body, old, new)
-    for part, combine in reversed(links):
-        combine.erase()
-        part.erase()
 
 
 @register
@@ -185,12 +148,10 @@ class SoftmaxLanes(Pass):
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
             why: list[str] = []
-            combines = [op for op in kernel.walk() if isinstance(op, SoftmaxCombineOp)]
-            inner = {id(_folded_into(op)) for op in combines}
-            for last in [op for op in combines if id(op) not in inner]:
-                if last.parent is None:
+            for last in chain_ends(kernel, SoftmaxCombineOp):
+                if last.parent is None:  # erased with an earlier chain
                     continue
-                chained = _chain(last, use_counts(kernel.body))
+                chained = chain(last, SoftmaxReduceOp, use_counts(kernel.body), _chunk)
                 again: list[list[Operation]] = []
                 if isinstance(chained, list):
                     src = chained[0][0].src.type

@@ -47,6 +47,7 @@ After:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Literal
 
 from tilec.ir.builder import Builder
@@ -56,6 +57,7 @@ from tilec.ir.ops import ForOp, WelfordCombineOp, WelfordOp, YieldOp, yielded_va
 from tilec.ir.types import TileType
 from tilec.passes.accumulate import warps_along
 from tilec.passes.base import Pass, register
+from tilec.passes.chains import chain, chain_ends, replace_chain
 
 
 def _running_welford(
@@ -187,50 +189,6 @@ def lanes(kernel: Kernel, loop: ForOp, i: int, part: WelfordOp, combine: Welford
         replace_uses(kernel.body, old, new, keep=made)
 
 
-def _chain(
-    last: WelfordCombineOp, counts: dict[int, int], launch: Launch
-) -> list[tuple[WelfordOp, WelfordCombineOp]] | str:
-    """The straight-line chain of chunk statistics that ends at `last`, first chunk first: each
-    combine folds one chunk's `tile.welford` into the one before it, as an unrolled loop does (a
-    row split across a cluster: `cluster-rows`). It starts after the last combine that does not
-    qualify (a masked first chunk, another tile: their statistics are the chain's initial ones).
-    Or why it cannot be kept per lane."""
-    links: list[tuple[WelfordOp, WelfordCombineOp]] = []
-    combine: Operation | None = last
-    why = ""
-    while isinstance(combine, WelfordCombineOp) and combine.parent is last.parent:
-        part = defining_op(combine.operands[3])
-        if (
-            not isinstance(part, WelfordOp)
-            or list(part.results) != combine.operands[3:]
-            or part.parent is not last.parent
-        ):
-            break
-        if any(counts.get(id(v), 0) != 1 for v in part.results):
-            why = "a chunk's statistics have other uses"
-            break
-        why = _chunk(part, launch)
-        if why or (links and part.src.type != links[0][0].src.type):
-            break
-        links.append((part, combine))
-        before = _folded_into(combine)
-        if before is None or any(counts.get(id(v), 0) != 1 for v in before.results):
-            break
-        combine = before
-    links.reverse()
-    if len(links) < 2:
-        return why or "one chunk: nothing to carry"
-    return links
-
-
-def _folded_into(combine: WelfordCombineOp) -> WelfordCombineOp | None:
-    """The combine whose statistics `combine` folds its chunk into, if one does."""
-    before = defining_op(combine.operands[0])
-    if isinstance(before, WelfordCombineOp) and list(before.results) == combine.operands[:3]:
-        return before
-    return None
-
-
 def lanes_chain(kernel: Kernel, links: list[tuple[WelfordOp, WelfordCombineOp]]) -> None:
     """Rewrites an unrolled chain of chunk statistics as per-lane statistics: chunk k (from 1)
     updates each lane's mean by 1/k of its distance, where its combine was."""
@@ -246,12 +204,9 @@ def lanes_chain(kernel: Kernel, links: list[tuple[WelfordOp, WelfordCombineOp]])
         mean, m2 = _update(b, part.src, mean, m2, b.constant(1.0 / k, f32, name_hint="rcp"))
     b = Builder.before(last)
     count = b.op("tile.full", type=row, value=float(len(links)), name_hint="count")
-    joined = _combine_lanes(b, inits, mean, m2, count, src, row, [r.name_hint for r in last.results])
-    for old, new in zip(last.results, joined.results):
-        replace_uses(kernel.body, old, new)
-    for part, combine in reversed(links):
-        combine.erase()
-        part.erase()
+    replace_chain(
+        kernel, links, _combine_lanes(b, inits, mean, m2, count, src, row, [r.name_hint for r in last.results])
+    )
 
 
 @register
@@ -280,13 +235,10 @@ class WelfordLanes(Pass):
                     lanes(kernel, loop, i, *found)
                     i += 3
             # unrolled chains, each found from its last combine
-            combines = [op for op in kernel.walk() if isinstance(op, WelfordCombineOp)]
-            inner = {id(_folded_into(op)) for op in combines}
-            ends = [op for op in combines if id(op) not in inner]
-            for last in ends:
+            for last in chain_ends(kernel, WelfordCombineOp):
                 if last.parent is None:  # erased with an earlier chain
                     continue
-                chained = _chain(last, use_counts(kernel.body), kernel.launch)
+                chained = chain(last, WelfordOp, use_counts(kernel.body), partial(_chunk, launch=kernel.launch))
                 if isinstance(chained, list) and self.where == "warps" and warps_along(chained[0][0]) < 2:
                     chained = "the chunk's statistics stay within a warp: no barrier to save"
                 if isinstance(chained, str):

@@ -1,0 +1,74 @@
+"""Unrolled chains of chunk statistics: each combine folds the next chunk's reduction into the
+statistics before it, as an unrolled loop does (`cluster-rows` unrolls a CTA's chunks so). The
+passes that keep such statistics per lane (`welford-lanes`, `softmax-lanes`) find them here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from tilec.ir.core import Kernel, Operation, defining_op, replace_uses
+from tilec.ir.ops import CombineOp, ReductionOp
+
+R = TypeVar("R", bound=ReductionOp)
+C = TypeVar("C", bound=CombineOp)
+
+
+def folded_into(combine: C) -> C | None:
+    """The combine (of the same kind) whose statistics `combine` folds its chunk into, if one does."""
+    before = defining_op(combine.operands[0])
+    if type(before) is type(combine) and list(before.results) == combine.operands[: combine.parts]:
+        return before  # type: ignore[return-value]
+    return None
+
+
+def chain(last: C, part: type[R], counts: dict[int, int], why_not: Callable[[R], str]) -> list[tuple[R, C]] | str:
+    """The straight-line chain of chunk statistics that ends at `last`, first chunk first: each
+    combine folds one chunk's reduction (a `part`) into the one before it. It starts after the
+    last combine that does not qualify (a chunk `why_not` refuses, another tile: their statistics
+    are the chain's initial ones). Or why it cannot be kept per lane, where fewer than two chunks
+    chain. `counts`: the kernel's use counts (each link's statistics must be used once)."""
+    n = last.parts
+    links: list[tuple[R, C]] = []
+    combine: Operation | None = last
+    why = ""
+    while type(combine) is type(last) and combine is not None and combine.parent is last.parent:
+        reduced = defining_op(combine.operands[n])
+        if (
+            not isinstance(reduced, part)
+            or list(reduced.results) != combine.operands[n:]
+            or reduced.parent is not last.parent
+        ):
+            break
+        if any(counts.get(id(v), 0) != 1 for v in reduced.results):
+            why = "a chunk's statistics have other uses"
+            break
+        why = why_not(reduced)
+        if why or (links and reduced.src.type != links[0][0].src.type):
+            break
+        links.append((reduced, combine))  # type: ignore[arg-type]
+        before = folded_into(combine)
+        if before is None or any(counts.get(id(v), 0) != 1 for v in before.results):
+            break
+        combine = before
+    links.reverse()
+    if len(links) < 2:
+        return why or "one chunk: nothing to carry"
+    return links
+
+
+def chain_ends(kernel: Kernel, combine: type[C]) -> list[C]:
+    """The combines of `combine`'s kind that no other folds its chunk into: each the last of a
+    chain (or a combine alone)."""
+    combines = [op for op in kernel.walk() if isinstance(op, combine)]
+    inner = {id(folded_into(op)) for op in combines}
+    return [op for op in combines if id(op) not in inner]
+
+
+def replace_chain(kernel: Kernel, links: list[tuple[R, C]], joined: Operation) -> None:
+    """The chain's statistics replaced by `joined`'s results, its reductions and combines erased."""
+    for old, new in zip(links[-1][1].results, joined.results):
+        replace_uses(kernel.body, old, new)
+    for part, combine in reversed(links):
+        combine.erase()
+        part.erase()
