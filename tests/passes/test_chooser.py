@@ -691,61 +691,20 @@ def test_the_h200_caches_softmax_rows_of_32768_and_65536_in_shared_memory() -> N
     assert isinstance(on_h100, Choice) and "cluster=2," in (on_h100.plan or ""), on_h100
 
 
-@pytest.mark.parametrize(
-    ("gpu", "runs"),
-    [
-        (
-            "H100",
-            (
-                "2026-11-27-h100-layernorm-clusters",
-                "2026-11-27-h100-softmax-lanes",
-                "2026-11-27-h100-chain-sums",
-                "2026-11-27-h100-welford-lanes",
-                "2026-11-27-h100-exchange",
-                "2026-11-27-h100-long-rows",
-                "2026-11-26-h100-narrow-ends",
-                "2026-11-26-h100-residual",
-                "2026-11-26-h100-fanout",
-                "kernels:2026-11-26-h100-model-kernels",
-                "kernels:2026-11-26-h100-cross-entropy-kernels",
-                "kernels:2026-11-26-h100-long-bwd-kernels",
-                "kernels:2026-11-26-h100-vocab-kernels",
-                "kernels:2026-11-26-h100-rotary-heads",
-                "kernels:2026-11-27-h100-dynamic-rotary",
-            ),
-        ),
-        (
-            "H200",
-            (
-                "2026-11-27-h200-softmax-lanes",
-                "2026-11-27-h200-chain-sums",
-                "2026-11-27-h200-welford-lanes",
-                "2026-11-27-h200-exchange",
-                "2026-11-27-h200-clusters-65536",
-                "2026-11-27-h200-long-rows",
-                "2026-11-27-h200-survey",
-                "2026-11-26-h200-fanout",
-                "kernels:2026-11-26-h200-model-kernels",
-                "kernels:2026-11-26-h200-long-bwd-kernels",
-                "kernels:2026-11-26-h200-cross-entropy-kernels",
-                "kernels:2026-11-26-h200-rotary",
-                "kernels:2026-11-27-h200-model-survey",
-                "kernels:2026-11-27-h200-dynamic-rotary",
-            ),
-        ),
-    ],
-)
-def test_each_gpus_table_is_what_the_tool_derives(gpu: str, runs: tuple[str, ...]) -> None:
+@pytest.mark.parametrize("gpu", ["H100", "H200"])
+def test_each_gpus_table_is_what_the_tool_derives(gpu: str) -> None:
     """A GPU's table is `bench/rules.py` on its runs — plan surveys (`--plans`: the H100's forward
     ops, then its residual-fused norms), `tilec bench` runs (the H100's norm backward at the
     shapes Inductor fuses) and runs whose kernels the autotuner timed in place (`--kernels`, named
     "kernels:RUN" here: the models' other kernels, the cross-entropy's) — rule for rule (action,
-    plan, range, figures, run): what the runs measured, nothing edited."""
+    plan, range, figures, run): what the runs measured, nothing edited. The runs and their order are
+    bench/table_runs.json's."""
     from tilec.ir import target
 
     tool = load("rules")
+    names = load("tables").runs(gpu)
     rules: tuple[Rule, ...] = ()
-    for named in runs:
+    for named in names:
         kernels, run = named.startswith("kernels:"), named.removeprefix("kernels:")
         folder = ROOT / RESULTS / run
         if kernels:
@@ -763,6 +722,37 @@ def test_each_gpus_table_is_what_the_tool_derives(gpu: str, runs: tuple[str, ...
         rules += tuple(r for d in derived for r in eval(d.source(run), {"Rule": Rule}))
         assert tool.main(["--plans", str(survey)] if survey.exists() else [str(bench)]) == 0
     assert TABLES[getattr(target, gpu).name] == rules
+
+
+def test_the_tables_script_writes_a_run_into_its_gpus_table(tmp_path: Path) -> None:
+    """bench/tables.py: the H100's table with its first run taken out, then inserted again at the
+    head under a comment, is the committed table; written over unchanged, it is the same table."""
+    import importlib.util
+    import sys
+
+    tables = load("tables")
+    names = tables.runs("H100")
+    blocks = tables.derive(names)
+    source = tables.CHOOSER.read_text()
+
+    def rules_of(text: str) -> tuple[Rule, ...]:
+        path = tmp_path / f"chooser_{len(list(tmp_path.iterdir()))}.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        spec.loader.exec_module(module)
+        return tuple(Rule(**vars(r)) for r in module.RULES)
+
+    same = tables.rewrite(source, "RULES", blocks, None)
+    assert rules_of(same) == TABLES["NVIDIA H100 80GB HBM3"]
+    first = blocks[0][0]
+    without = tables.rewrite(source, "RULES", [*blocks[1:], (first, [])], None)
+    assert first not in without
+    again = tables.rewrite(without, "RULES", blocks, (first, None, ["the first run, again"]))
+    assert "    # the first run, again\n" in again
+    assert rules_of(again) == TABLES["NVIDIA H100 80GB HBM3"]
 
 
 def test_a_row_size_takes_the_candidate_that_wins_at_every_shape() -> None:
