@@ -117,6 +117,9 @@ def main(argv: list[str]) -> int:
         names.insert(names.index(args.after) + 1 if args.after else 0, args.insert)
         new = (args.insert, args.after, args.comment)
     blocks = derive(names)
+    empty = [run for run, sources in blocks if not sources]
+    if empty:  # covered whole by the runs before them: their comments in the table would be stale
+        p.error(f"these runs derive no rule now (the runs before them cover their rows): {', '.join(empty)}")
     CHOOSER.write_text(rewrite(CHOOSER.read_text(), TABLE_NAMES[args.gpu], blocks, new))
     if args.insert:
         listed = json.loads(RUNS.read_text())

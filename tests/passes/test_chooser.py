@@ -650,9 +650,8 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
     """Rows of 32K elements and more: the plan that measured best for the op and length on the
     H100 — the Triton loop, its second read reversed and the rows written evict-first where that
     measured faster (bench/results/2026-11-27-h100-long-rows: a survey of the long rows alone,
-    before the whole survey's rules in the table), and from rows of 131072 each row split across a
-    cluster, its partials pushed to the peers where that measured faster (-h100-exchange, a
-    survey of those rows alone, before it); LayerNorm's from a survey of its own rows of 16384 and
+    before the whole survey's rules in the table), and each row split across a cluster, its
+    partials pushed to the peers where that measured faster; LayerNorm's from a survey of its own rows of 16384 and
     more with its statistics kept per lane (-h100-welford-lanes, before both), RMSNorm's from one
     with a cluster CTA's chunk sums carried as one tile (-h100-chain-sums), softmax's from rows of
     65536 from one with a CTA's chunk statistics kept per lane (-h100-softmax-lanes), LayerNorm's
@@ -660,11 +659,12 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
     clusters of 4 at 65536, 96.6% of a copy against the Triton loop's 94.2), before all."""
     choice = choose(meta_kernel(name, rows, cols).kernel, hopper=True)
     assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (expected, plan), choice
-    run = "2026-11-27-h100-exchange" if cols >= 131072 else "2026-11-27-h100-long-rows"
-    own = {"layernorm": "2026-11-27-h100-welford-lanes", "rmsnorm": "2026-11-27-h100-chain-sums"}
-    if cols >= 65536:
-        own |= {"softmax": "2026-11-27-h100-softmax-lanes", "layernorm": "2026-11-27-h100-layernorm-clusters"}
-    assert own.get(name, run) in choice.reason
+    run = {
+        "rmsnorm": "chain-sums",
+        "layernorm": "welford-lanes" if cols < 65536 else "layernorm-clusters",
+        "softmax": "long-rows" if cols < 65536 else "softmax-lanes",
+    }[name]
+    assert f"2026-11-27-h100-{run}" in choice.reason
 
 
 def test_the_h200_caches_softmax_rows_of_32768_and_65536_in_shared_memory() -> None:
@@ -703,24 +703,17 @@ def test_each_gpus_table_is_what_the_tool_derives(gpu: str) -> None:
 
     tool = load("rules")
     names = load("tables").runs(gpu)
-    rules: tuple[Rule, ...] = ()
-    for named in names:
-        kernels, run = named.startswith("kernels:"), named.removeprefix("kernels:")
-        folder = ROOT / RESULTS / run
-        if kernels:
-            derived = tool.derive_models(tool.models_records(folder), rules)
-            rules += tuple(r for d in derived for r in eval(d.source(run), {"Rule": Rule}))
+    derived = load("tables").derive(names)
+    assert all(sources for _, sources in derived), "a run that derives no rule"
+    rules = tuple(r for _, sources in derived for s in sources for r in eval(s, {"Rule": Rule}))
+    for named in names:  # the command derives each run's rules, as printed for review
+        folder = ROOT / RESULTS / named.removeprefix("kernels:")
+        if named.startswith("kernels:"):
             assert tool.main(["--kernels", str(folder)]) == 0
-            continue
-        survey = ROOT / RESULTS / run / "plans.jsonl"
-        bench = ROOT / RESULTS / run / "results.jsonl"
-        path = survey if survey.exists() else bench
-        found = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        # a survey's rules leave the row sizes the table's earlier rules cover to them (the long
-        # rows' survey first, then the whole survey's)
-        derived = tool.derive([], plans=found, covered=rules) if survey.exists() else tool.derive(found, covered=rules)
-        rules += tuple(r for d in derived for r in eval(d.source(run), {"Rule": Rule}))
-        assert tool.main(["--plans", str(survey)] if survey.exists() else [str(bench)]) == 0
+        elif (folder / "plans.jsonl").exists():
+            assert tool.main(["--plans", str(folder / "plans.jsonl")]) == 0
+        else:
+            assert tool.main([str(folder / "results.jsonl")]) == 0
     assert TABLES[getattr(target, gpu).name] == rules
 
 

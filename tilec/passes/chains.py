@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from tilec.ir.core import Kernel, Operation, defining_op, replace_uses
+from tilec.ir.builder import Builder
+from tilec.ir.core import Kernel, Operation, Value, defining_op, replace_uses
 from tilec.ir.ops import CombineOp, ReductionOp
+from tilec.ir.types import TileType
 
 R = TypeVar("R", bound=ReductionOp)
 C = TypeVar("C", bound=CombineOp)
@@ -72,3 +74,9 @@ def replace_chain(kernel: Kernel, links: list[tuple[R, C]], joined: Operation) -
     for part, combine in reversed(links):
         combine.erase()
         part.erase()
+
+
+def broadcast_row(b: Builder, v: Value, src: TileType, name: str) -> Value:
+    """A row's value `v` broadcast along the chunk (`src`'s shape)."""
+    col = b.op("tile.expand_dims", v, axis=1, name_hint=f"{name}_col")
+    return b.op("tile.broadcast", col, type=src, name_hint=name)

@@ -203,13 +203,12 @@ class Rule:
 # run at those shapes: the op's whole backward, tilec's banded kernel against stock's; two row
 # inputs: x and dy; three to five: the residual-fused norms, also read by two or three projections);
 # last, the models' other kernels, timed in place (figures in device microseconds: "MxN tilec vs
-# stock us"; a pointwise kernel's M is its elements). First, the bf16 rows of 131072 elements and
-# more from a survey of those rows alone (bench/plans.py --min-row 131072), its cluster plans with
-# clusters of 16 and the exchange that pushes each CTA's partials to its peers (`exchange=push`)
-# among them; then the rows of 32768 and more from the survey of the long rows alone (--min-row
+# stock us"; a pointwise kernel's M is its elements). First, surveys of one op's long rows alone
+# (bench/plans.py --ops OP --min-row N), the newest first, each leaving the rows an earlier one
+# covers to it; then the rows of 32768 and more from the survey of the long rows alone (--min-row
 # 32768), its plans with the second read reversed and the rows written evict-first (`reverse`,
-# `stream`: the `reread` pass) among them: both before the whole survey's rules, which decide the
-# shorter rows.
+# `stream`: the `reread` pass) among them: all before the whole survey's rules, which decide the
+# shorter rows. The runs and their order: bench/table_runs.json (bench/tables.py writes a table).
 RULES: tuple[Rule, ...] = (
     # first, LayerNorm's rows of 65536 and more from a survey of those rows alone (--ops layernorm
     # --min-row 65536), the pushed exchange and clusters of 2 among its cluster plans at every length
@@ -1269,8 +1268,8 @@ def signature(kernel: Kernel) -> Signature:
 # Triton loop's second read of the row misses L2 there). The residual-fused norms' survey (2026-11-26-h200-residual) is not in it:
 # with its rules the models' inference ran slower at equal device time, so stock keeps them. Then
 # the norms' backward where Inductor fuses it (`tilec bench --bwd`, as the H100's). First, as in
-# the H100's, the survey of rows of 131072 and more (clusters of 16, `exchange=push`), then the
-# long rows' survey with `reverse` and `stream` among its plans.
+# the H100's, the surveys of one op's long rows, then the long rows' survey with `reverse` and
+# `stream` among its plans.
 H200_RULES: tuple[Rule, ...] = (
     # first, softmax's rows of 65536 and more from a survey of those rows alone (--ops softmax
     # --min-row 65536), a cluster CTA's chunk statistics kept per lane (softmax-lanes)
@@ -1405,8 +1404,6 @@ H200_RULES: tuple[Rule, ...] = (
         "2048x262144 72.5 vs 54.0",
         plan="xblock=1,chunk=4096,num_warps=16,cluster=8,exchange=push",
     ),
-    # then RMSNorm's and softmax's rows of 65536 from a survey of those rows alone (--shapes
-    # 8192x65536), clusters of 2-8 CTAs with either exchange among its plans
     Rule(
         "softmax",
         65536,

@@ -46,7 +46,7 @@ from tilec.ir.ops import SoftmaxCombineOp, SoftmaxReduceOp
 from tilec.ir.types import TileType
 from tilec.passes.accumulate import warps_along
 from tilec.passes.base import Pass, register
-from tilec.passes.chains import chain, chain_ends, replace_chain
+from tilec.passes.chains import broadcast_row, chain, chain_ends, replace_chain
 
 Link = tuple[SoftmaxReduceOp, SoftmaxCombineOp]
 
@@ -110,8 +110,7 @@ def lanes_chain(kernel: Kernel, links: list[Link], again: list[list[Operation]])
         lane_max = b.op("tile.maximum", lane_max, v, type=src, name_hint="lane_max")
     b = Builder.before(last)
     row_max = b.op("tile.reduce", lane_max, type=row, kind="max", axis=1, name_hint="row_max")
-    col = b.op("tile.expand_dims", row_max, axis=1, name_hint="row_max_col")
-    wide = b.op("tile.broadcast", col, type=src, name_hint="row_max_wide")
+    wide = broadcast_row(b, row_max, src, "row_max_wide")
     lane_sum: Value | None = None
     for (part, _), ops in zip(links, again):
         mapping: dict[int, Value] = {}

@@ -57,7 +57,7 @@ from tilec.ir.ops import ForOp, WelfordCombineOp, WelfordOp, YieldOp, yielded_va
 from tilec.ir.types import TileType
 from tilec.passes.accumulate import warps_along
 from tilec.passes.base import Pass, register
-from tilec.passes.chains import chain, chain_ends, replace_chain
+from tilec.passes.chains import broadcast_row, chain, chain_ends, replace_chain
 
 
 def _running_welford(
@@ -127,12 +127,6 @@ def _update(b: Builder, v: Value, mean: Value, m2: Value, rcp: Value) -> tuple[V
     return mean, b.op("tile.add", m2, spread, type=src, name_hint="lane_m2")
 
 
-def _wide(b: Builder, v: Value, src: TileType, name: str) -> Value:
-    """A row's value `v` broadcast along the chunk (`src`'s shape)."""
-    col = b.op("tile.expand_dims", v, axis=1, name_hint=f"{name}_col")
-    return b.op("tile.broadcast", col, type=src, name_hint=name)
-
-
 def _combine_lanes(
     b: Builder, inits: list[Value], rm: Value, rq: Value, rn: Value, src: TileType, row: Type, names: list[str | None]
 ) -> Operation:
@@ -144,9 +138,9 @@ def _combine_lanes(
     total = b.op("tile.reduce", rm, type=row, kind="sum", axis=1, name_hint="lanes_sum")
     lanes_n = b.constant(float(width), f32, name_hint="lanes")
     lanes_mean = b.op("tile.div", total, lanes_n, type=row, name_hint="lanes_mean")
-    dev = b.op("tile.sub", rm, _wide(b, lanes_mean, src, "lanes_mean_wide"), type=src, name_hint="lane_dev")
+    dev = b.op("tile.sub", rm, broadcast_row(b, lanes_mean, src, "lanes_mean_wide"), type=src, name_hint="lane_dev")
     sq = b.op("tile.mul", dev, dev, type=src, name_hint="lane_dev_sq")
-    weighted = b.op("tile.mul", _wide(b, rn, src, "count_wide"), sq, type=src, name_hint="lane_between")
+    weighted = b.op("tile.mul", broadcast_row(b, rn, src, "count_wide"), sq, type=src, name_hint="lane_between")
     within = b.op("tile.add", rq, weighted, type=src, name_hint="lane_spread")
     lanes_m2 = b.op("tile.reduce", within, type=row, kind="sum", axis=1, name_hint="lanes_m2")
     lanes_count = b.op("tile.mul", rn, lanes_n, type=row, name_hint="lanes_count")
@@ -173,7 +167,7 @@ def lanes(kernel: Kernel, loop: ForOp, i: int, part: WelfordOp, combine: Welford
     b = Builder.before(combine)
     count = b.op("tile.add", an, one, type=row, name_hint="count")
     rcp = b.op("tile.div", ones, count, type=row, name_hint="rcp")
-    mean, m2 = _update(b, part.src, am, aq, _wide(b, rcp, src, "rcp_wide"))
+    mean, m2 = _update(b, part.src, am, aq, broadcast_row(b, rcp, src, "rcp_wide"))
     yield_op = loop.body.terminator
     assert yield_op is not None
     yield_op.operands = [*yield_op.operands[:i], mean, m2, count, *yield_op.operands[i + 3 :]]
