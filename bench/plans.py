@@ -97,6 +97,14 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
         for w in (16, 8):
             for c in (8192, 16384):
                 found[f"gluon-c{c}-w{w}"] = ("gluon", f"xblock=1,chunk={c},num_warps={w}")
+        # a misaligned row (50257) is cached by cp.async in align-rows' aligned chunks, a chunk
+        # at a time: also chunks of 2048 and 4096, at least 8 elements a thread (whole 16-byte
+        # copies). A probe of the form on the H100 (softmax 32768x50257, its statistics per lane)
+        # reached 97.4% of a copy in chunks of 4096 over 8 or 16 warps, 88.6 in chunks of 2048
+        # over 8, 75.3 in chunks of 8192 over 16
+        if n % 8:
+            for c, w in ((2048, 8), (4096, 8), (4096, 16)):
+                found[f"gluon-c{c}-w{w}"] = ("gluon", f"xblock=1,chunk={c},num_warps={w}")
         # and a part of the row cached (`row_cache`, bytes; split-rows), the rest read again: for
         # aligned rows past 64 KiB of bf16, whose whole cache leaves one program an SM or no room
         if n % 8 == 0:

@@ -54,3 +54,50 @@ def test_misaligned_rows_equal_eager(emitter: str, name: str) -> None:
     said = [m for r in rows for m in r.remarks if m.startswith("align-rows:")]
     kept = [m for m in said if m.endswith("keeps the chunk's width: it carries a tile of the chunk's width")]
     assert rows and said == (kept if emitter == "triton" else []), [(r.kernel, r.remarks) for r in rows]
+
+
+@pytest.mark.parametrize("op", ["softmax", "rmsnorm", "layernorm"])
+@pytest.mark.parametrize(("cols", "chunk", "warps"), [(V, 4096, 8), (V, 2048, 8), (V, 4096, 16), (32001, 2048, 8)])
+def test_a_row_cached_by_cp_async_equals_the_op(op: str, cols: int, chunk: int, warps: int) -> None:
+    """The frontend's kernel through the Gluon pipeline with a plan of one row a program: the
+    misaligned row's aligned chunks cached by cp.async (`reuse`), each chunk's copies waited for
+    on its own barrier, softmax's statistics kept per lane through the loops (`softmax-lanes`),
+    loaded as the hook loads a kernel it took and run twice: equal to the op, with -inf logits and
+    a row of -inf only for softmax."""
+    from bench_scripts import meta_kernel
+
+    from tilec.emit.gluon import emit_gluon
+    from tilec.ir import Module, parse, print_module
+    from tilec.passes import run_pipeline
+    from tilec.passes.pipelines import with_plan
+    from tilec.runtime.launch import load_kernel
+    from tilec.testing import assert_close
+
+    rows = 333
+    module = parse(print_module(Module([meta_kernel(op, rows, cols).kernel])))
+    plan = f"xblock=1,chunk={chunk},num_warps={warps}"
+    run_pipeline(module, with_plan("gluon-default", plan))
+    kernel = module.kernels[0]
+    assert any(o.name == "tile.async_copy_arrive" for o in kernel.walk()), plan
+    if op == "softmax":  # two reductions across the warps a row
+        assert not any(o.name == "tile.softmax_reduce" for o in kernel.walk()), plan
+    taken = load_kernel(kernel.name, emit_gluon(kernel).source, "gluon", order=list(range(len(kernel.params))))
+    g = torch.Generator(device="cuda").manual_seed(cols)
+    x = torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16, generator=g) * 3
+    w, b = (torch.randn(cols, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
+    xf = x.float()
+    if op == "softmax":
+        x[:, ::997] = float("-inf")
+        x[3] = float("-inf")
+        xf = x.float()
+        expected, inputs = torch.softmax(xf, -1), (x,)
+    elif op == "rmsnorm":
+        normed = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(torch.bfloat16)
+        expected, inputs = (normed * w).float(), (x, w)
+    else:
+        expected, inputs = F.layer_norm(xf, (cols,), w.float(), b.float(), 1e-6), (x, w, b)
+    for _ in range(2):
+        y = torch.full_like(x, float("nan"))
+        taken.run(*inputs, y, stream=torch.cuda.current_stream().cuda_stream)
+        torch.cuda.synchronize()
+        assert_close(y.float(), expected.to(torch.bfloat16).float(), torch.bfloat16, what=f"{op} {cols} {plan}")

@@ -1,7 +1,8 @@
 """Asynchronous copies into shared memory (`tile.async_copy`, `tile.async_commit`,
-`tile.async_wait`): the data lands at once in the interpreter, but reading it, or overwriting its
-buffer, before a wait that leaves its group no longer pending is a race, and a copy nobody waited
-for when the program ends is reported."""
+`tile.async_wait`, `tile.async_copy_arrive`): the data lands at once in the interpreter, but
+reading it, or overwriting its buffer, before a wait that leaves its group no longer pending (or a
+wait on a barrier an arrive after it completes) is a race, and a copy nobody waited for when the
+program ends is reported."""
 
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def test_masked_off_elements_become_zero() -> None:
         (  # no wait at all
             "  tile.async_copy %s0, %x, %i\n  tile.async_commit\n"
             "  %a = tile.smem_load %s0 : tile<[32], f32, #b>\n  tile.store %y, %i, %a",
-            "waited for that copy's group",
+            "waited for that copy",
         ),
         (  # the buffer overwritten under the copy
             "  tile.async_copy %s0, %x, %i\n  tile.async_commit\n"
@@ -103,7 +104,7 @@ def test_reading_or_overwriting_a_copy_before_its_wait_is_a_race(body: str, mess
 
 
 def test_a_copy_nobody_waited_for_is_reported_at_the_end() -> None:
-    with pytest.raises(ProtocolError, match=re.escape("no 'tile.async_wait' waited for the copy")):
+    with pytest.raises(ProtocolError, match=re.escape("but nothing waited for the copy")):
         run("  tile.async_copy %s0, %x, %i\n  tile.async_commit")
 
 
@@ -115,3 +116,47 @@ def test_an_empty_commit_counts_as_a_group() -> None:
         "  %a = tile.smem_load %s0 : tile<[32], f32, #b>\n  tile.store %y, %i, %a"
     )
     assert torch.equal(y[:32], torch.arange(32, 64).float())
+
+
+BARS = "  %bars = tile.mbarrier_alloc : mbarrier<2>\n  %k0 = tile.constant {value = 0} : i32\n  %k1 = tile.constant {value = 1} : i32\n"
+
+
+def test_a_wait_on_the_barrier_an_arrive_completes_releases_the_copies_before_it() -> None:
+    """Each chunk's copies, then an arrive of every thread (32: one warp) on its barrier: a wait on
+    barrier k makes chunk k readable, in any order, with no group counting."""
+    y = run(
+        BARS + "  tile.mbarrier_init %bars, %k0 {count = 32}\n  tile.mbarrier_init %bars, %k1 {count = 32}\n"
+        "  tile.async_copy %s0, %x, %j\n  tile.async_copy_arrive %bars, %k0\n"
+        "  tile.async_copy %s1, %x, %i\n  tile.async_copy_arrive %bars, %k1\n"
+        "  tile.mbarrier_wait %bars, %k1, %k0\n"
+        "  %b = tile.smem_load %s1 : tile<[32], f32, #b>\n  tile.store %y, %j, %b\n"
+        "  tile.mbarrier_wait %bars, %k0, %k0\n"
+        "  %a = tile.smem_load %s0 : tile<[32], f32, #b>\n  tile.store %y, %i, %a"
+    )
+    assert torch.equal(y, torch.cat([torch.arange(32, 64), torch.arange(32)]).float())
+
+
+def test_an_arrive_does_not_release_copies_started_after_it() -> None:
+    with pytest.raises(RaceError, match=re.escape("reads %s1 copied by 'tile.async_copy'")):
+        run(
+            BARS + "  tile.mbarrier_init %bars, %k0 {count = 32}\n"
+            "  tile.async_copy %s0, %x, %i\n  tile.async_copy_arrive %bars, %k0\n"
+            "  tile.async_copy %s1, %x, %j\n"
+            "  tile.mbarrier_wait %bars, %k0, %k0\n" + LOAD_BOTH
+        )
+
+
+def test_an_arrive_is_one_arrival_a_thread() -> None:
+    """A barrier counting fewer arrivals than the CTA's threads is a protocol error; one counting
+    more never completes (a deadlock)."""
+    with pytest.raises(ProtocolError, match=re.escape("more often than its count (1)")):
+        run(
+            BARS + "  tile.mbarrier_init %bars, %k0\n"
+            "  tile.async_copy %s0, %x, %i\n  tile.async_copy_arrive %bars, %k0\n"
+        )
+    with pytest.raises(interp.DeadlockError):
+        run(
+            BARS + "  tile.mbarrier_init %bars, %k0 {count = 64}\n"
+            "  tile.async_copy %s0, %x, %i\n  tile.async_copy_arrive %bars, %k0\n"
+            "  tile.mbarrier_wait %bars, %k0, %k0\n"
+        )

@@ -578,13 +578,15 @@ def test_gluon_default_is_the_auto_cache_form_of_the_gluon_pipeline() -> None:
 
     assert gluon_form(cache="auto") == NAMED_PIPELINES["gluon-default"]
     assert gluon_form("xblock=1", persistent=True, stages=3, specialize=True) == (
-        "repeats,plan{xblock=1},accumulate,align-rows,canonicalize,peel,canonicalize,welford-lanes,softmax-lanes,cse,"
+        "repeats,plan{xblock=1},accumulate,align-rows,canonicalize,peel,canonicalize,welford-lanes,cse,"
         "split-rows,"
-        "reuse{cache=smem},cse,reread,persistent,"
+        "reuse{cache=smem},cse,softmax-lanes,reread,persistent,"
         "pipeline{stages=3},"
         "warp-specialize,canonicalize,cse,fp32-at-use,dce,separate-reads"
     )
-    assert gluon_form(pipelined=False).endswith("reuse{cache=smem},cse,reread,fp32-at-use,dce,separate-reads")
+    assert gluon_form(pipelined=False).endswith(
+        "reuse{cache=smem},cse,softmax-lanes,reread,fp32-at-use,dce,separate-reads"
+    )
 
 
 def test_a_table_derived_from_a_run_is_a_valid_table_for_its_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -640,10 +642,10 @@ def test_a_table_derived_from_a_run_is_a_valid_table_for_its_gpu(monkeypatch: py
         ("layernorm", 4096, 131072, "gluon", "xblock=1,chunk=4096,num_warps=16,cluster=4,exchange=push"),
         ("layernorm", 2048, 262144, "gluon", "xblock=1,chunk=4096,num_warps=16,cluster=8,exchange=push"),
         ("softmax", 4096, 32768, "triton", "xblock=1,chunk=16384,num_warps=16,reverse=true"),
-        ("softmax", 4096, 50257, "triton", "xblock=1,chunk=16384,num_warps=16,stream=true"),
-        ("softmax", 8192, 65536, "gluon", "xblock=1,chunk=4096,num_warps=16,cluster=2,exchange=push"),
+        ("softmax", 4096, 50257, "gluon", "xblock=1,chunk=8192,num_warps=8"),
+        ("softmax", 8192, 65536, "gluon", "xblock=1,chunk=8192,num_warps=8,cluster=2,exchange=push"),
         ("softmax", 4096, 131072, "gluon", "xblock=1,chunk=2048,num_warps=4,cluster=16,exchange=push"),
-        ("softmax", 2048, 262144, "gluon", "xblock=1,chunk=8192,num_warps=4,cluster=16,exchange=push"),
+        ("softmax", 2048, 262144, "gluon", "xblock=1,chunk=4096,num_warps=4,cluster=16,exchange=push"),
     ],
 )
 def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, expected: str, plan: str) -> None:
@@ -653,34 +655,37 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
     before the whole survey's rules in the table), and each row split across a cluster, its
     partials pushed to the peers where that measured faster; LayerNorm's from a survey of its own rows of 16384 and
     more with its statistics kept per lane (-h100-welford-lanes, before both), RMSNorm's from one
-    with a cluster CTA's chunk sums carried as one tile (-h100-chain-sums), softmax's from rows of
-    65536 from one with a CTA's chunk statistics kept per lane (-h100-softmax-lanes), LayerNorm's
-    from rows of 65536 from one with pushed clusters at every length (-h100-layernorm-clusters:
-    clusters of 4 at 65536, 96.6% of a copy against the Triton loop's 94.2), before all."""
+    with a cluster CTA's chunk sums carried as one tile (-h100-chain-sums), LayerNorm's from rows
+    of 65536 from one with pushed clusters at every length (-h100-layernorm-clusters: clusters of
+    4 at 65536, 96.6% of a copy against the Triton loop's 94.2), softmax's from rows of 50257 from
+    one with a misaligned row cached by cp.async (-h100-cp-async: the Gluon loop at 50257, 97.5%
+    of a copy against the Triton loop's 87.1), before all."""
     choice = choose(meta_kernel(name, rows, cols).kernel, hopper=True)
     assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (expected, plan), choice
     run = {
         "rmsnorm": "chain-sums",
         "layernorm": "welford-lanes" if cols < 65536 else "layernorm-clusters",
-        "softmax": "long-rows" if cols < 65536 else "softmax-lanes",
+        "softmax": "long-rows" if cols < 50257 else "cp-async",
     }[name]
     assert f"2026-11-27-h100-{run}" in choice.reason
 
 
-def test_the_h200_caches_softmax_rows_of_32768_and_65536_in_shared_memory() -> None:
+def test_the_h200_caches_softmax_rows_of_32768_to_65536_in_shared_memory() -> None:
     """On the H200 softmax rows of 32768 take the Gluon loop with the row cached in shared memory
     (read from HBM once: 92.4% of a copy, compile 45.9; bench/results/2026-11-27-h200-long-rows),
-    rows of 65536 a cluster of two CTAs, each caching half the row, their partials pushed (97.5
-    against 47.3 for compile, each CTA's statistics per lane; -h200-softmax-lanes: one 128 KiB
-    cache a CTA would leave one program an SM); the H100, where the Triton loop's second read hits
-    L2, keeps Triton at rows of 32768 (-h100-long-rows, -h100-gluon-long-rows) and takes clusters
-    of 2 at 65536 only with the statistics per lane (99.7 against the loop's 97.9,
-    -h100-softmax-lanes)."""
+    misaligned rows of 50257 the Gluon loop with the row cached by cp.async (76.3 against the
+    Triton loop's 70.2; -h200-cp-async), rows of 65536 a cluster of two CTAs, each caching half
+    the row, their partials pushed (96.9 against 47.3 for compile, each CTA's statistics per lane;
+    -h200-cp-async: one 128 KiB cache a CTA would leave one program an SM); the H100, where the
+    Triton loop's second read hits L2, keeps Triton at rows of 32768 (-h100-long-rows,
+    -h100-gluon-long-rows) and takes clusters of 2 at 65536 only with the statistics per lane
+    (99.7 against the loop's 97.9, -h100-cp-async)."""
     from tilec.ir.target import H200
 
     for cols, emitter, plan, run in (
         (32768, "gluon", "xblock=1,chunk=16384,num_warps=8", "2026-11-27-h200-long-rows"),
-        (65536, "gluon", "xblock=1,chunk=8192,num_warps=8,cluster=2,exchange=push", "2026-11-27-h200-softmax-lanes"),
+        (50257, "gluon", "xblock=1,chunk=8192,num_warps=8", "2026-11-27-h200-cp-async"),
+        (65536, "gluon", "xblock=1,chunk=8192,num_warps=8,cluster=2,exchange=push", "2026-11-27-h200-cp-async"),
     ):
         choice = choose(meta_kernel("softmax", 4096, cols).kernel, hopper=True, gpu=H200.name)
         assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (emitter, plan), choice

@@ -20,6 +20,7 @@ import tempfile
 from typing import Any
 
 EIATTR_REGCOUNT = 0x2F
+CP_ASYNC = re.compile(r"cp\.async\.c[ag]\.shared\.global(?:\.L2::\w+)? \[[^\]]*\], \[[^\]]*\], (0x[0-9a-f]+|\d+)")
 EIFMT_SVAL = 4
 
 
@@ -119,6 +120,10 @@ def compile_module(path: str, arch_name: str) -> dict[str, Any]:
         # written into (st.async onto their mbarriers) after one
         "cluster_exchange": "barrier.cluster.wait" in k.asm["ptx"]
         and ("ld.shared::cluster" in k.asm["ptx"] or "st.async.shared::cluster" in k.asm["ptx"]),
+        # the bytes each cp.async copies (4, 8 or 16), and whether threads arrive on mbarriers
+        # once their copies land (cp.async.mbarrier.arrive)
+        "cp_async_bytes": sorted({int(n, 0) for n in CP_ASYNC.findall(k.asm["ptx"])}),
+        "cp_async_arrives": "cp.async.mbarrier.arrive" in k.asm["ptx"],
     }
 
 

@@ -29,6 +29,8 @@ class CompileReport:
     num_warps: int = 0
     num_ctas: int = 1
     cluster_exchange: bool = False
+    cp_async_bytes: tuple[int, ...] = ()  # the sizes of its cp.async copies
+    cp_async_arrives: bool = False  # threads arrive on mbarriers once their copies land
     error: str = ""
     detail: str = ""
 
@@ -81,6 +83,8 @@ def check_compile(module: GluonModule | TritonModule, arch: str = "sm_90", timeo
         num_warps=int(data.get("num_warps", 0)),
         num_ctas=int(data.get("num_ctas", 1)),
         cluster_exchange=bool(data.get("cluster_exchange", False)),
+        cp_async_bytes=tuple(data.get("cp_async_bytes", ())),
+        cp_async_arrives=bool(data.get("cp_async_arrives", False)),
         error=str(data.get("error", "")),
         detail=str(data.get("detail", "")),
     )

@@ -342,6 +342,11 @@ def _async_wait(e: GluonEmitter, o: Operation, d: int) -> None:
     e.emit(d, f"async_copy.wait_group({o.attr('pending')})", o)
 
 
+def _async_copy_arrive(e: GluonEmitter, o: Operation, d: int) -> None:
+    # each thread arrives once its own copies land (.noinc: the arrival is the count's)
+    e.emit(d, f"async_copy.mbarrier_arrive({_bar(e, o)}, increment_count=False)", o)
+
+
 def _coords(e: GluonEmitter, coords: list[Value]) -> str:
     return "[" + ", ".join(e.n(v) for v in coords) + "]"
 
@@ -512,6 +517,7 @@ GluonEmitter.handlers = {
     "tile.async_copy": _async_copy,
     "tile.async_commit": _async_commit,
     "tile.async_wait": _async_wait,
+    "tile.async_copy_arrive": _async_copy_arrive,
     "tile.tma_load": _tma_load,
     "tile.tma_store": _tma_store,
     "tile.tma_store_wait": _tma_store_wait,

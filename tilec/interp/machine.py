@@ -23,6 +23,7 @@ from tilec.ir.expr import IntExpr, evaluate
 from tilec.ir.ops import (
     AssertOp,
     AsyncCommitOp,
+    AsyncCopyArriveOp,
     AsyncCopyOp,
     AsyncWaitOp,
     AtomicAddOp,
@@ -118,8 +119,8 @@ class Program:
                     writer = b.ops[int(b.w_op[sel][0])]
                     if uid in self.smem.copy_groups:
                         raise ProtocolError(
-                            f"copies into {b.label} asynchronously, but no 'tile.async_wait' waited for the copy "
-                            "before the program ended",
+                            f"copies into {b.label} asynchronously, but nothing waited for the copy before the program "
+                            "ended ('tile.async_wait', or a wait on the barrier a 'tile.async_copy_arrive' arrives on)",
                             writer,
                         )
                     raise ProtocolError(
@@ -402,30 +403,56 @@ def _tma_load(p: Program, op: TmaLoadOp, args: Operands, env: dict[int, Any], ag
 def _async_copy(p: Program, op: AsyncCopyOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
     mask = args.mask if args.mask is not None else torch.ones((), dtype=torch.bool)
     data = args.ptr.load(op, args.offsets, mask, torch.zeros((), dtype=args.ptr.flat.dtype))  # off: 0
-    if agent.copy_group is None:
-        agent.copy_group = p.next_uid
-        p.next_uid += 1
-    p.smem.async_copy(op, args.dst, agent, data, agent.copy_group)
+    uid = p.next_uid
+    p.next_uid += 1
+    agent.copy_group.append(uid)
+    p.smem.async_copy(op, args.dst, agent, data, uid)
     return []
 
 
 @effect(AsyncCommitOp)
 def _async_commit(p: Program, op: AsyncCommitOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
-    if agent.copy_group is None:  # an empty group counts too
-        agent.copy_group = p.next_uid
-        p.next_uid += 1
-    agent.copy_groups.append(agent.copy_group)
-    agent.copy_group = None
+    agent.copy_groups.append(agent.copy_group)  # an empty group counts too
+    agent.copy_group = []
     return []
+
+
+def _landed(clock: dict[int, int], copies: list[int]) -> None:
+    """Marks the copies landed in a vector clock: whoever holds it may read what they wrote."""
+    for uid in copies:
+        clock[barrier_clock_id(uid)] = max(clock.get(barrier_clock_id(uid), 0), 1)
 
 
 @effect(AsyncWaitOp, switch=True)
 def _async_wait(p: Program, op: AsyncWaitOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
     keep = op.attr("pending")
     done = agent.copy_groups[: max(0, len(agent.copy_groups) - keep)]
-    for uid in done:  # their copies have landed: this agent may read them (and hand that on)
-        agent.clock[barrier_clock_id(uid)] = max(agent.clock.get(barrier_clock_id(uid), 0), 1)
+    for group in done:  # their copies have landed: this agent may read them (and hand that on)
+        _landed(agent.clock, group)
     agent.copy_groups = agent.copy_groups[len(done) :]
+    return []
+
+
+@effect(AsyncCopyArriveOp, switch=True)
+def _async_copy_arrive(
+    p: Program, op: AsyncCopyArriveOp, args: Operands, env: dict[int, Any], agent: Agent
+) -> list[Any]:
+    """Every thread of the agent arrives once, its copies so far landed: whoever waits for the
+    phase may read them. (Each thread tracks its own copies; the agent's are all its threads'.)"""
+    if agent.id != 0:
+        raise ExecutionError("'tile.async_copy_arrive' runs only outside warp_specialize", op)
+    bar = args.bars.at(op, args.index)
+    threads = 32 * (p.launch.kernel.launch.num_warps or 4)
+    copies = [uid for group in agent.copy_groups for uid in group] + agent.copy_group
+    saved = dict(agent.clock)
+    _landed(agent.clock, copies)  # the arrival carries them to the waiters
+    bar.arrive(op, agent, threads)
+    for uid in copies:  # this agent itself still has to wait for them
+        key = barrier_clock_id(uid)
+        if key in saved:
+            agent.clock[key] = saved[key]
+        else:
+            del agent.clock[key]
     return []
 
 

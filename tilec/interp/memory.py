@@ -43,8 +43,10 @@ class Agent:
     observed: dict[int, int] = field(default_factory=dict)  # barrier uid -> last phase it waited for
     fence_epoch: int = 0
     pending_stores: list[int] = field(default_factory=list)
-    copy_group: int | None = None  # the open group of asynchronous copies (its guard uid)
-    copy_groups: list[int] = field(default_factory=list)  # committed groups still pending, oldest first
+    # asynchronous copies, each its own guard uid: those of the open group, and the committed
+    # groups still pending, oldest first
+    copy_group: list[int] = field(default_factory=list)
+    copy_groups: list[list[int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.clock.setdefault(self.id, 1)
@@ -214,8 +216,8 @@ class SharedMemory:
                 if bar in self.copy_groups:
                     raise RaceError(
                         f"reads {view.label} copied by {_where(writer)} before {_agent_name(self.agents, agent.id)} "
-                        "waited for that copy's group ('tile.async_commit', then 'tile.async_wait' with it no "
-                        "longer pending)",
+                        "waited for that copy ('tile.async_commit', then 'tile.async_wait' with its group no "
+                        "longer pending; or a wait on the barrier a later 'tile.async_copy_arrive' arrives on)",
                         op,
                     )
                 raise RaceError(
@@ -334,7 +336,7 @@ class SharedMemory:
         return data
 
     def async_copy(self, op: Operation, view: SmemView, agent: Agent, value: Tensor, uid: int) -> None:
-        """An asynchronous copy by `agent` into `view`, in its open group (guard uid `uid`)."""
+        """An asynchronous copy by `agent` into `view` (guard uid `uid`)."""
         self.copy_groups.add(uid)
         self.write(op, view, agent, value, guard=(uid, 0), tma=False)
 

@@ -210,7 +210,46 @@ class Rule:
 # `stream`: the `reread` pass) among them: all before the whole survey's rules, which decide the
 # shorter rows. The runs and their order: bench/table_runs.json (bench/tables.py writes a table).
 RULES: tuple[Rule, ...] = (
-    # first, LayerNorm's rows of 65536 and more from a survey of those rows alone (--ops layernorm
+    # first, softmax's rows of 50257 and more from a survey of those rows alone (--ops softmax
+    # --min-row 50257): a misaligned row cached by cp.async in align-rows' aligned chunks, its
+    # statistics kept per lane through the loops (softmax-lanes)
+    Rule(
+        "softmax",
+        100514,
+        131072,
+        "gluon",
+        "2026-11-27-h100-cp-async",
+        "32768x50257 97.5 vs 48.1",
+        plan="xblock=1,chunk=8192,num_warps=8",
+    ),
+    Rule(
+        "softmax",
+        131072,
+        262144,
+        "gluon",
+        "2026-11-27-h100-cp-async",
+        "8192x65536 99.7 vs 61.2",
+        plan="xblock=1,chunk=8192,num_warps=8,cluster=2,exchange=push",
+    ),
+    Rule(
+        "softmax",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h100-cp-async",
+        "4096x131072 96.7 vs 59.9; 8192x131072 96.9 vs 60.8",
+        plan="xblock=1,chunk=2048,num_warps=4,cluster=16,exchange=push",
+    ),
+    Rule(
+        "softmax",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h100-cp-async",
+        "2048x262144 95.0 vs 58.8",
+        plan="xblock=1,chunk=4096,num_warps=4,cluster=16,exchange=push",
+    ),
+    # LayerNorm's rows of 65536 and more from a survey of those rows alone (--ops layernorm
     # --min-row 65536), the pushed exchange and clusters of 2 among its cluster plans at every length
     Rule(
         "mean-var",
@@ -238,35 +277,6 @@ RULES: tuple[Rule, ...] = (
         "2026-11-27-h100-layernorm-clusters",
         "2048x262144 85.7 vs 61.0",
         plan="xblock=1,chunk=4096,num_warps=16,cluster=8,exchange=push",
-    ),
-    # first, softmax's rows of 65536 and more from a survey of those rows alone (--ops softmax
-    # --min-row 65536), a cluster CTA's chunk statistics kept per lane (softmax-lanes)
-    Rule(
-        "softmax",
-        131072,
-        262144,
-        "gluon",
-        "2026-11-27-h100-softmax-lanes",
-        "8192x65536 99.7 vs 61.1",
-        plan="xblock=1,chunk=4096,num_warps=16,cluster=2,exchange=push",
-    ),
-    Rule(
-        "softmax",
-        262144,
-        524288,
-        "gluon",
-        "2026-11-27-h100-softmax-lanes",
-        "4096x131072 96.7 vs 60.0; 8192x131072 96.8 vs 60.9",
-        plan="xblock=1,chunk=2048,num_warps=4,cluster=16,exchange=push",
-    ),
-    Rule(
-        "softmax",
-        524288,
-        2**62,
-        "gluon",
-        "2026-11-27-h100-softmax-lanes",
-        "2048x262144 95.2 vs 58.9",
-        plan="xblock=1,chunk=8192,num_warps=4,cluster=16,exchange=push",
     ),
     # first, RMSNorm's rows of 16384 and more from a survey of those rows alone (--ops rmsnorm
     # --min-row 16384), the sums of a cluster CTA's chunks carried as one tile (accumulate's
@@ -361,15 +371,6 @@ RULES: tuple[Rule, ...] = (
         "2026-11-27-h100-long-rows",
         "4096x32768 98.4 vs 64.0",
         plan="xblock=1,chunk=16384,num_warps=16,reverse=true",
-    ),
-    Rule(
-        "softmax",
-        100514,
-        131072,
-        "triton",
-        "2026-11-27-h100-long-rows",
-        "32768x50257 86.9 vs 48.0",
-        plan="xblock=1,chunk=16384,num_warps=16,stream=true",
     ),
     Rule(
         "mean-var",
@@ -1271,15 +1272,25 @@ def signature(kernel: Kernel) -> Signature:
 # the H100's, the surveys of one op's long rows, then the long rows' survey with `reverse` and
 # `stream` among its plans.
 H200_RULES: tuple[Rule, ...] = (
-    # first, softmax's rows of 65536 and more from a survey of those rows alone (--ops softmax
-    # --min-row 65536), a cluster CTA's chunk statistics kept per lane (softmax-lanes)
+    # first, softmax's rows of 50257 and more from a survey of those rows alone (--ops softmax
+    # --min-row 50257): a misaligned row cached by cp.async in align-rows' aligned chunks, its
+    # statistics kept per lane through the loops (softmax-lanes)
+    Rule(
+        "softmax",
+        100514,
+        131072,
+        "gluon",
+        "2026-11-27-h200-cp-async",
+        "32768x50257 76.3 vs 36.0",
+        plan="xblock=1,chunk=8192,num_warps=8",
+    ),
     Rule(
         "softmax",
         131072,
         262144,
         "gluon",
-        "2026-11-27-h200-softmax-lanes",
-        "8192x65536 97.5 vs 47.3",
+        "2026-11-27-h200-cp-async",
+        "8192x65536 96.9 vs 46.9",
         plan="xblock=1,chunk=8192,num_warps=8,cluster=2,exchange=push",
     ),
     Rule(
@@ -1287,8 +1298,8 @@ H200_RULES: tuple[Rule, ...] = (
         262144,
         524288,
         "gluon",
-        "2026-11-27-h200-softmax-lanes",
-        "4096x131072 87.5 vs 47.1; 8192x131072 87.7 vs 47.8",
+        "2026-11-27-h200-cp-async",
+        "4096x131072 86.8 vs 46.3; 8192x131072 87.6 vs 47.4",
         plan="xblock=1,chunk=2048,num_warps=4,cluster=8,exchange=push",
     ),
     Rule(
@@ -1296,8 +1307,8 @@ H200_RULES: tuple[Rule, ...] = (
         524288,
         2**62,
         "gluon",
-        "2026-11-27-h200-softmax-lanes",
-        "2048x262144 84.9 vs 47.1",
+        "2026-11-27-h200-cp-async",
+        "2048x262144 83.9 vs 46.6",
         plan="xblock=1,chunk=8192,num_warps=8,cluster=8,exchange=push",
     ),
     # first, RMSNorm's rows of 16384 and more from a survey of those rows alone (--ops rmsnorm
@@ -1412,15 +1423,6 @@ H200_RULES: tuple[Rule, ...] = (
         "2026-11-27-h200-long-rows",
         "4096x32768 92.4 vs 45.9",
         plan="xblock=1,chunk=16384,num_warps=8",
-    ),
-    Rule(
-        "softmax",
-        100514,
-        131072,
-        "triton",
-        "2026-11-27-h200-long-rows",
-        "32768x50257 70.3 vs 36.0",
-        plan="xblock=1,chunk=16384,num_warps=16,stream=true",
     ),
     Rule("mean-var", 0, 4096, "stock", "2026-11-27-h200-survey", "32768x512 94.3 vs 96.7; 65536x1024 99.3 vs 99.1"),
     Rule(

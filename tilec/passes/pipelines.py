@@ -32,17 +32,20 @@ GLUON_DEFAULT = [
     # reductions across the warps a chunk (LayerNorm 4096x131072 in clusters of 4 on the H100:
     # 94.2% of a copy against 90.8; bench/results/2026-11-27-h100-welford-lanes)
     "welford-lanes",
-    # softmax's statistics of a cluster CTA's unrolled chunks kept per lane: each lane's maximum
-    # over the chunks, then its sum of exp over them read again from shared memory, one reduction
-    # across the warps each, not two a chunk (softmax 2048x262144 in the H200's cluster plan:
-    # 80.7% of a copy against 74.8; bench/results/2026-11-27-h200-softmax-lanes)
-    "softmax-lanes",
     "cse",  # equal index math and masks merge, so equal loads look equal
     # a plan's `row_cache` (a row past shared memory, or a smaller cache for more programs an
     # SM): the loops over the row split at the cached columns, the rest read again
     "split-rows",
-    "reuse{cache=auto}",  # each input row read from HBM once: TMA into shared memory, every phase reads it
+    # each input row read from HBM once: TMA into shared memory, every phase reads it (rows TMA
+    # cannot describe, a vocabulary of 50257, by cp.async in align-rows' aligned chunks)
+    "reuse{cache=auto}",
     "cse",  # the constants reuse created merge
+    # softmax's statistics kept per lane over chunks in shared memory: each lane's maximum over
+    # the chunks, then its sum of exp over them read again, one reduction across the warps each,
+    # not two a chunk. A cluster CTA's unrolled chunks (softmax 2048x262144 in the H200's cluster
+    # plan: 80.7% of a copy against 74.8; bench/results/2026-11-27-h200-softmax-lanes), and loops
+    # over a row cached by reuse (after it: the loops' chunks must come from shared memory)
+    "softmax-lanes",
     # a plan's `reverse` and `stream`: the loops still reading a row again (past a partial cache)
     # run from its last chunk back, the rows written are stored evict-first (after reuse, which
     # matches sibling loops' loads by their offsets)
@@ -120,9 +123,10 @@ def gluon_form(
     parts = [
         "repeats",
         f"plan{{{plan}}}",
-        "accumulate,align-rows,canonicalize,peel,canonicalize,welford-lanes,softmax-lanes,cse,split-rows",
+        "accumulate,align-rows,canonicalize,peel,canonicalize,welford-lanes,cse,split-rows",
         f"reuse{{cache={cache}}}",
         "cse",
+        "softmax-lanes",
         "reread",
     ]
     if not pipelined:

@@ -11,6 +11,7 @@ from tilec.ir.core import BlockArg, Kernel, Value, defining_op
 from tilec.ir.expr import evaluate
 from tilec.ir.ops import (
     ArangeOp,
+    AssumeMultipleOp,
     BinaryOp,
     BroadcastOp,
     ConvertLayoutOp,
@@ -72,7 +73,7 @@ class RangeAnalysis:
         if isinstance(op, ProgramIdOp) and not isinstance(op, NumProgramsOp):
             g = self.grid(op.attr("axis"))
             return (0, g - 1) if g is not None else None
-        if isinstance(op, _SHAPE_OPS):
+        if isinstance(op, (*_SHAPE_OPS, AssumeMultipleOp)):
             return self(op.src)
         if isinstance(op, BinaryOp):
             a, b = self(op.lhs), self(op.rhs)
@@ -145,6 +146,14 @@ def _binary(name: str, a: Range, b: Range) -> Range | None:
     if name == "tile.maximum":
         return (max(a[0], b[0]), max(a[1], b[1]))
     return None
+
+
+def max_trip_count(loop: ForOp, ranges: RangeAnalysis) -> int | None:
+    """The most times the loop can run, from the ranges of its bounds (a constant step)."""
+    lo, hi, step = ranges(loop.lower), ranges(loop.upper), const_value(loop.step)
+    if lo is None or hi is None or not isinstance(step, int) or step <= 0:
+        return None
+    return trip_count_of(lo[0], hi[1], step)
 
 
 def trip_count(loop: ForOp) -> int | None:

@@ -34,17 +34,28 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tilec.ir.builder import Builder
-from tilec.ir.core import Block, Kernel, Module, Operation, OpResult, Value, defining_op, replace_uses
+from tilec.ir.clone import clone_op
+from tilec.ir.core import Block, BlockArg, Kernel, Module, Operation, OpResult, Value, defining_op, replace_uses
 from tilec.ir.dtypes import DType, i32
 from tilec.ir.expr import evaluate
-from tilec.ir.layouts import NVMMASharedLayout
-from tilec.ir.ops import BinaryOp, BroadcastOp, CmpOp, ConvertLayoutOp, ForOp, LoadOp, StoreOp
+from tilec.ir.layouts import BlockedLayout, NVMMASharedLayout, SwizzledSharedLayout
+from tilec.ir.ops import (
+    AssumeMultipleOp,
+    BinaryOp,
+    BroadcastOp,
+    CmpOp,
+    ConvertLayoutOp,
+    ExpandDimsOp,
+    ForOp,
+    LoadOp,
+    StoreOp,
+)
 from tilec.ir.target import DEFAULT
 from tilec.ir.types import MBarrierType, PointerType, SharedBufferType, TensorDescType, TileType
 from tilec.passes.affine import Affine, affine
 from tilec.passes.band_chunks import CHUNKED
 from tilec.passes.base import Pass, register
-from tilec.passes.ranges import trip_count
+from tilec.passes.ranges import RangeAnalysis, max_trip_count, trip_count
 from tilec.passes.rewrite import const_value
 
 # ---------------------------------------------------------------------------------------------
@@ -378,6 +389,18 @@ def cache_in_smem(kernel: Kernel, group: Group, budget: int) -> str | None:
         slot = b.op("tile.smem_index", buf, idx)
         b.create("tile.tma_load", desc, row_v, col_v, bars, idx, slot)
 
+    _read_slots(kernel, group, buf, bars, bounds_only)
+    # the barriers are retired at the end of the kernel
+    end = Builder.at_end(kernel.body)
+    for k in range(slots):
+        end.create("tile.mbarrier_invalidate", bars, end.constant(k, i32))
+    return None
+
+
+def _read_slots(kernel: Kernel, group: Group, buf: Value, bars: Value, bounds_only: bool) -> None:
+    """Every load of the group replaced by its chunk's slot of `buf`, read back; the first load
+    of each chunk waits for the chunk's barrier (phase 0) first."""
+
     def slot_of(load: LoadOp, this_loop: ForOp | None, wait: bool) -> None:
         lb = Builder.before(load)
         if this_loop is None:
@@ -392,14 +415,188 @@ def cache_in_smem(kernel: Kernel, group: Group, budget: int) -> str | None:
         replace_uses(kernel.body, load.result, value)
         load.erase()
 
-    slot_of(group.first, loop, wait=True)
+    slot_of(group.first, group.loops[0] if group.loops else None, wait=True)
     for i, later in enumerate(group.later):
         slot_of(later, group.loops[i + 1] if group.loops else None, wait=False)
-    # the barriers are retired at the end of the kernel
+
+
+# ---------------------------------------------------------------------------------------------
+# The cache filled by cp.async: rows a TMA box cannot describe, read in aligned chunks
+
+
+def _issues_copies(loop: ForOp) -> bool:
+    """Whether the loop issues a cache's copies (as `cache_by_async_copy` makes them)."""
+    return any(op.name == "tile.async_copy_arrive" for op in loop.body.ops)
+
+
+def _divisible(v: Value, vec: int) -> bool:
+    """Whether the integer scalar or tile `v` is a multiple of `vec` everywhere, from how it is made."""
+    c = const_value(v)
+    if isinstance(c, int) and not isinstance(c, bool):
+        return c % vec == 0
+    if isinstance(v, BlockArg):
+        loop = v.block.parent_op
+        return isinstance(loop, ForOp) and v.index == 0 and _divisible(loop.lower, vec) and _divisible(loop.step, vec)
+    op = defining_op(v)
+    if isinstance(op, AssumeMultipleOp):
+        return op.attr("divisors")[-1] % vec == 0
+    if isinstance(op, (BroadcastOp, ExpandDimsOp, ConvertLayoutOp)):
+        return _divisible(op.src, vec)
+    if isinstance(op, BinaryOp) and op.name in ("tile.add", "tile.sub"):
+        return _divisible(op.lhs, vec) and _divisible(op.rhs, vec)
+    if isinstance(op, BinaryOp) and op.name == "tile.mul":
+        return _divisible(op.lhs, vec) or _divisible(op.rhs, vec)
+    return False
+
+
+def _vector_constant(mask: Value | None, t: TileType, vec: int) -> bool:
+    """Whether the mask is the same over each aligned group of `vec` neighbours along the tile's
+    last dimension (so each group copies as one vector): comparisons of the column against a
+    multiple of `vec` (`col + a < b`, `col + a >= b`, a and b multiples), and their conjunctions."""
+    terms = _mask_terms(mask)
+    if terms is None:
+        return False
+    last = t.rank - 1
+    for cmp in terms:
+        lhs, rhs = affine(cmp.lhs), affine(cmp.rhs)
+        if lhs is None or rhs is None:
+            return False
+        d = lhs.plus(rhs, -1)  # the comparison is of d against 0
+        slope = d.coeff(("dim", last))
+        ok_predicates = {0: ("lt", "le", "gt", "ge", "eq", "ne"), 1: ("lt", "ge"), -1: ("gt", "le")}.get(slope, ())
+        if cmp.attr("predicate") not in ok_predicates or d.const % vec:
+            return False
+        for term, k in d.coeffs.items():
+            if term[0] == "dim" and term[1] != last and k % vec and t.shape[term[1]] != 1:
+                return False
+            if term[0] == "val" and k % vec and not _divisible(d.scalars[term[1]], vec):
+                return False
+    return True
+
+
+def _copy_width(load: LoadOp) -> int | None:
+    """The elements of one 16-byte vector, where the load's chunks start on 16-byte boundaries (its
+    offsets promised so, `tile.assume_multiple`, as `align-rows` makes them) and each thread holds
+    4 bytes or more of a vector, or whole vectors; None otherwise."""
+    ptr, t = load.ptr.type, load.result.type
+    assert isinstance(ptr, PointerType) and isinstance(t, TileType)
+    dt = ptr.pointee
+    if dt.bits % 8 or 16 % dt.bytes:
+        return None
+    vec = 16 // dt.bytes
+    promise = defining_op(load.offsets)
+    if not isinstance(promise, AssumeMultipleOp) or promise.attr("divisors")[-1] % vec:
+        return None
+    layout = t.layout
+    held = layout.size_per_thread[-1] if isinstance(layout, BlockedLayout) else 0
+    if held * dt.bytes < 4 or (held % vec and vec % held):  # cp.async copies 4, 8 or 16 bytes
+        return None
+    return vec
+
+
+def _slice(body: Block, roots: list[Value]) -> list[Operation] | None:
+    """The ops of `body` that compute `roots`, in program order; None if one of them is not pure."""
+    index = {id(op): i for i, op in enumerate(body.ops)}
+    found: dict[int, Operation] = {}
+    work = list(roots)
+    while work:
+        op = defining_op(work.pop())
+        if op is None or id(op) not in index or id(op) in found:
+            continue
+        if op.regions or not op.is_pure:
+            return None
+        found[id(op)] = op
+        work.extend(op.operands)
+    return sorted(found.values(), key=lambda op: index[id(op)])
+
+
+def cache_by_async_copy(kernel: Kernel, group: Group, budget: int) -> str | None:
+    """Caches the group's chunks in shared memory, copied by cp.async: a loop ahead of the first
+    one issues every chunk's copy, each thread then arriving on the chunk's barrier, and the first
+    loop waits for each chunk's barrier before reading it. Returns why not when it does not."""
+    if not group.loops:
+        return "its loads are not in loops over chunks"
+    loop, load = group.loops[0], group.first
+    if loop.parent is not kernel.body:
+        return "the first load is nested below the kernel's top level (the copies are issued there)"
+    if kernel.launch.num_ctas != 1:
+        return "a cluster's CTAs fill their own caches"
+    t = load.result.type
+    assert isinstance(t, TileType)
+    if not all(isinstance(n, int) for n in t.shape):
+        return "its chunk has a symbolic shape"
+    vec = _copy_width(load)
+    if vec is None:
+        return "its chunks do not start on 16-byte boundaries, or a thread holds less than 4 bytes of one (cp.async copies 4 to 16 bytes)"
+    if not _vector_constant(load.mask, t, vec):
+        return "its mask does not keep each 16-byte vector whole"
+    slots = max_trip_count(loop, RangeAnalysis(kernel))
+    if slots is None:
+        return "its loop's trip count has no known bound"
+    if slots < 1:
+        return "its loop never runs"
+    ops = _slice(loop.body, [load.offsets] + ([load.mask] if load.mask is not None else []))
+    if ops is None:
+        return "its offsets or mask are computed by an op that cannot run twice"
+    ptr = load.ptr
+    assert isinstance(ptr.type, PointerType)
+    dt = ptr.type.pointee
+    chunk_type = SharedBufferType(t.shape, dt, SwizzledSharedLayout(1, 1, 1, tuple(range(t.rank - 1, -1, -1))))
+    cache_bytes = slots * evaluate(chunk_type.nbytes(), kernel.bound_constexprs())
+    allocated = [op.results[0].type for op in kernel.walk() if op.name == "tile.smem_alloc"]
+    used = sum(evaluate(a.nbytes(), kernel.bound_constexprs()) for a in allocated if isinstance(a, SharedBufferType))
+    if used + cache_bytes + 8 * slots > budget:
+        return f"{cache_bytes} bytes of cache do not fit the {budget} bytes of shared memory ({used} in use)"
+
+    # the copies go as early as their operands allow: ahead of whatever the kernel does first
+    outside = [loop.lower, loop.upper, loop.step, ptr]
+    inside = {id(r) for op in ops for r in op.results} | {id(loop.induction_var)}
+    outside += [v for op in ops for v in op.operands if id(v) not in inside]
+    tops = [kernel.body.ops.index(top) for v in outside if (top := _top_level(kernel, v)) is not None]
+    # and after the copies of caches made before (the row's earlier chunks first)
+    tops += [i for i, op in enumerate(kernel.body.ops) if isinstance(op, ForOp) and _issues_copies(op)]
+    b = Builder(kernel.body, max(tops, default=-1) + 1)
+    base = ptr.name_hint or "x"
+    buf = b.op(
+        "tile.smem_alloc",
+        type=SharedBufferType(t.shape, dt, chunk_type.layout, slots),
+        name_hint=f"{base}_cache",
+    )
+    bars = b.op("tile.mbarrier_alloc", type=MBarrierType(slots), name_hint=f"{base}_ready")
+    threads = 32 * (kernel.launch.num_warps or 4)
+    for k in range(slots):  # every thread arrives on its chunk's barrier
+        b.create("tile.mbarrier_init", bars, b.constant(k, i32), count=threads)
+    copy = b.for_(loop.lower, loop.upper, loop.step, iv_name=f"{base}_chunk")
+    mapping: dict[int, Value] = {id(loop.induction_var): copy.induction_var}
+    with b.inside(copy.body):
+        for op in ops:
+            b.insert(clone_op(op, mapping))
+        rel = b.op("tile.sub", copy.induction_var, loop.lower)
+        k_v = b.op("tile.div", rel, loop.step, name_hint="k")
+        slot = b.op("tile.smem_index", buf, k_v)
+        mask = [mapping.get(id(load.mask), load.mask)] if load.mask is not None else []
+        b.create("tile.async_copy", slot, ptr, mapping.get(id(load.offsets), load.offsets), *mask)
+        b.create("tile.async_copy_arrive", bars, k_v)
+        b.yield_()
+    _read_slots(kernel, group, buf, bars, bounds_only=False)
     end = Builder.at_end(kernel.body)
     for k in range(slots):
         end.create("tile.mbarrier_invalidate", bars, end.constant(k, i32))
     return None
+
+
+def _top_level(kernel: Kernel, v: Value) -> Operation | None:
+    """The op of the kernel's top level that defines `v` or holds its definition (None: a parameter)."""
+    op = defining_op(v)
+    if op is None:
+        if isinstance(v, BlockArg) and v.block is not kernel.body and v.block.parent_op is not None:
+            op = v.block.parent_op
+        else:
+            return None
+    while op.parent is not kernel.body:
+        assert op.parent is not None and op.parent.parent_op is not None
+        op = op.parent.parent_op
+    return op
 
 
 def merge_in_registers(kernel: Kernel, group: Group) -> str | None:
@@ -428,6 +625,9 @@ class Reuse(Pass):
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
             groups = find_groups(kernel)
+            # in program order: a row's caches fill from its first chunks on
+            position = {id(op): i for i, op in enumerate(kernel.walk())}
+            groups.sort(key=lambda g: position[id(g.first)])
             if not groups:
                 self.remark(kernel, "no input is loaded more than once at the same offsets")
             for group in groups:
@@ -438,6 +638,11 @@ class Reuse(Pass):
                     smem_why = cache_in_smem(kernel, group, self.smem_budget)
                     if smem_why is None:
                         continue
+                    copy_why = cache_by_async_copy(kernel, group, self.smem_budget) if group.loops else None
+                    if group.loops and copy_why is None:
+                        continue
+                    if copy_why is not None:
+                        smem_why += f"; nor by cp.async: {copy_why}"
                     self.remark(kernel, f"{what} not cached in shared memory: {smem_why}")
                 why = merge_in_registers(kernel, group)
                 if why is not None:

@@ -38,6 +38,7 @@ from tilec.ir.ops.compute import (
 from tilec.ir.ops.control import AssertOp, ForOp, IfOp, WarpSpecializeOp, YieldOp, yielded_values
 from tilec.ir.ops.memory import (
     AsyncCommitOp,
+    AsyncCopyArriveOp,
     AsyncCopyOp,
     AsyncWaitOp,
     AtomicAddOp,
@@ -66,6 +67,7 @@ from tilec.ir.ops.memory import (
 __all__ = [
     "AssertOp",
     "AsyncCommitOp",
+    "AsyncCopyArriveOp",
     "AsyncCopyOp",
     "AsyncWaitOp",
     "AtomicAddOp",

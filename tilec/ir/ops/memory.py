@@ -420,6 +420,16 @@ class MBarrierArriveOp(MBarrierOp):
     attrs = {"count": Attr("int", required=False, default=1)}
 
 
+class AsyncCopyArriveOp(MBarrierOp):
+    """Each thread that runs it arrives once on bars[index] when all the asynchronous copies it
+    started before have landed (cp.async.mbarrier.arrive.noinc): a barrier initialized with a
+    count of the CTA's threads completes its phase once every thread's copies are in shared
+    memory, so a wait on it makes them readable, chunk by chunk, where `tile.async_wait` needs
+    a constant count of groups still pending."""
+
+    name = "tile.async_copy_arrive"
+
+
 class MBarrierInvalidateOp(MBarrierOp):
     """Invalidates bars[index]; it may not be used again until re-initialized."""
 
