@@ -11,7 +11,13 @@ index (not loops marked `reread`: the part of a row `split-rows` leaves past its
 - `cache=smem`: the row block is copied once into shared memory by TMA (one box per chunk, all
   issued before the first phase, one mbarrier each) and every phase reads shared memory. Needs an
   affine 2-D load with contiguous rows (TMA: a 16-byte aligned row stride) and a cache that fits
-  the shared-memory budget; otherwise it falls back to `registers`.
+  the shared-memory budget. Loads in sibling loops that TMA cannot describe (a row of 50257 bf16
+  logits starts off a 16-byte boundary) are copied by cp.async instead where their chunks start
+  on 16-byte boundaries (`align-rows` marks the offsets so) and their masks keep each vector
+  whole: a copy loop over the first loop's bounds issues every chunk's copies up front, every
+  thread arriving on the chunk's barrier once its own copies land (`tile.async_copy_arrive`), and
+  the first loop waits for chunk k on barrier k (cp.async's group wait takes only a constant
+  count, which a loop over chunks cannot give). Otherwise it falls back to `registers`.
 - `cache=auto`: `smem` where it applies, else `registers`.
 
 Before (whole row, two phases):

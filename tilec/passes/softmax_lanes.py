@@ -18,6 +18,16 @@ read from global memory would be read twice), at least two chunks of one 2-D til
 link's statistics used once. Like `accumulate`, by default (`where=warps`) only where the
 chunk's reductions cross warps; `where=all` every such chain.
 
+Through loops: a row cached in shared memory by `reuse` and read in loops over its chunks (a
+misaligned row, which `align-rows` splits into the first vector, the whole chunks, the rest's
+vectors and the last partial vector: a top-level chunk, then loops carrying the statistics) is
+rewritten the same way over the whole chain: each lane's maximum carried through a loop per loop
+(its body cloned, the chunk's maximum replaced), one reduction after the last, then each lane's
+sum of exp(x - max) carried through a second loop per loop that reads its chunks again (the pure
+ops and shared-memory reads that give them; a loop of one trip at most may read global memory
+again), one reduction. Only where a thread holds at most MAX_LOOP_LANE_ELEMS elements of a chunk
+(the carried lanes cost registers), and a loop's chunks from shared memory.
+
 Before (each chunk %v_k from a shared-memory slice):
     %m0, %s0 = tile.softmax_reduce %v0 {axis = 1}
     %am0, %as0 = tile.softmax_combine %init_m, %init_s, %m0, %s0
@@ -36,6 +46,7 @@ After:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -123,18 +134,24 @@ def lanes_chain(kernel: Kernel, links: list[Link], again: list[list[Operation]])
         e = kept(part, b.op("tile.exp", shifted, type=src, name_hint="lane_exp"), b, 0.0)
         lane_sum = e if lane_sum is None else b.op("tile.add", lane_sum, e, type=src, name_hint="lane_sum")
     assert lane_sum is not None
+    names = [r.name_hint for r in last.results]
+    replace_chain(kernel, links, _joined(b, inits, row_max, lane_sum, row, names))
+
+
+def _joined(
+    b: Builder, inits: list[Value], row_max: Value, lane_sum: Value, row: TileType, names: list[str | None]
+) -> Operation:
+    """The lanes' sums reduced (0 for a row whose chunks are all masked or -inf, as
+    softmax_reduce gives) and joined, with the row's maximum, to the initial statistics `inits`
+    by one `tile.softmax_combine` (returned)."""
     total = b.op("tile.reduce", lane_sum, type=row, kind="sum", axis=1, name_hint="row_sum")
-    # a row whose chunks are all masked or -inf: its sum is 0, as softmax_reduce gives
     neg_inf = b.constant(-math.inf, f32, name_hint="neg_inf")
     empty = b.op(
         "tile.cmp", row_max, neg_inf, type=TileType(row.shape, i1, row.layout), predicate="eq", name_hint="empty"
     )
     zero = b.constant(0.0, f32, name_hint="zero")
     total = b.op("tile.where", empty, zero, total, type=row, name_hint="row_sum")
-    names = [r.name_hint for r in last.results]
-    replace_chain(
-        kernel, links, b.create(SoftmaxCombineOp, *inits, row_max, total, result_types=[row] * 2, names=names)
-    )
+    return b.create(SoftmaxCombineOp, *inits, row_max, total, result_types=[row] * 2, names=names)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -302,6 +319,29 @@ def _segments(kernel: Kernel) -> tuple[list[list[Segment]], list[str]]:
     return chains, why
 
 
+def _lane_loop(
+    b: Builder,
+    seg: Segment,
+    start: Value,
+    ops: list[Operation],
+    name: str,
+    step: Callable[[Builder, Value, Value, SoftmaxReduceOp, dict[int, Value]], Value],
+) -> Value:
+    """A loop over `seg`'s chunks carrying one chunk-shaped tile from `start`: `ops` of its body
+    cloned, then the next carried value, `step(b, carried, the chunk, its reduction, the clones'
+    mapping)`."""
+    assert seg.loop is not None
+    loop = b.for_(
+        seg.loop.lower, seg.loop.upper, seg.loop.step, [start], iv_name=seg.loop.induction_var.name_hint, names=[name]
+    )
+    mapping: dict[int, Value] = {id(seg.loop.induction_var): loop.induction_var}
+    with b.inside(loop.body):
+        for op in ops:
+            b.insert(clone_op(op, mapping))
+        b.yield_(step(b, loop.iter_args[0], mapping.get(id(seg.part.src), seg.part.src), seg.part, mapping))
+    return loop.results[0]
+
+
 def lanes_through_loops(kernel: Kernel, chain_: list[Segment]) -> None:
     """Rewrites a chain of statistics through loops: each lane's maximum over every chunk (a loop
     carries it as a tile), reduced once; then each lane's sum of exp over the chunks again (each
@@ -320,6 +360,9 @@ def lanes_through_loops(kernel: Kernel, chain_: list[Segment]) -> None:
         c = b.constant(fill, f32, name_hint="fill")
         return b.op("tile.where", mapping.get(id(part.mask), part.mask), v, c, type=src, name_hint="kept")
 
+    def max_step(b: Builder, carried: Value, v: Value, part: SoftmaxReduceOp, m: dict[int, Value]) -> Value:
+        return b.op("tile.maximum", carried, kept(part, v, b, -math.inf, m), type=src, name_hint="lane_max")
+
     # each lane's maximum, where the statistics were folded
     lane_max: Value | None = None
     for seg in chain_:
@@ -331,22 +374,8 @@ def lanes_through_loops(kernel: Kernel, chain_: list[Segment]) -> None:
         start = (
             lane_max if lane_max is not None else b.op("tile.full", type=src, value=-math.inf, name_hint="lanes_init")
         )
-        loop = b.for_(
-            seg.loop.lower,
-            seg.loop.upper,
-            seg.loop.step,
-            [start],
-            iv_name=seg.loop.induction_var.name_hint,
-            names=["lane_max"],
-        )
-        mapping: dict[int, Value] = {id(seg.loop.induction_var): loop.induction_var}
-        with b.inside(loop.body):
-            for op in seg.loop.body.ops:
-                if op not in (seg.part, seg.combine) and op is not seg.loop.body.terminator:
-                    b.insert(clone_op(op, mapping))
-            v = kept(seg.part, mapping.get(id(seg.part.src), seg.part.src), b, -math.inf, mapping)
-            b.yield_(b.op("tile.maximum", loop.iter_args[0], v, type=src, name_hint="lane_max"))
-        lane_max = loop.results[0]
+        body = [op for op in seg.loop.body.ops if op not in (seg.part, seg.combine, seg.loop.body.terminator)]
+        lane_max = _lane_loop(b, seg, start, body, "lane_max", max_step)
     assert lane_max is not None
     b = Builder.after(end.op)
     row_max = b.op("tile.reduce", lane_max, type=row, kind="max", axis=1, name_hint="row_max")
@@ -356,6 +385,9 @@ def lanes_through_loops(kernel: Kernel, chain_: list[Segment]) -> None:
         shifted = b.op("tile.sub", v, wide, type=src, name_hint="shifted")
         return kept(part, b.op("tile.exp", shifted, type=src, name_hint="lane_exp"), b, 0.0, mapping)
 
+    def sum_step(b: Builder, carried: Value, v: Value, part: SoftmaxReduceOp, m: dict[int, Value]) -> Value:
+        return b.op("tile.add", carried, lane_exp(part, v, b, m), type=src, name_hint="lane_sum")
+
     # each lane's sum of exp(x - max), the loops' chunks read again
     lane_sum: Value | None = None
     for seg in chain_:
@@ -364,31 +396,9 @@ def lanes_through_loops(kernel: Kernel, chain_: list[Segment]) -> None:
             lane_sum = e if lane_sum is None else b.op("tile.add", lane_sum, e, type=src, name_hint="lane_sum")
             continue
         start = lane_sum if lane_sum is not None else b.op("tile.full", type=src, value=0.0, name_hint="lanes_zero")
-        loop = b.for_(
-            seg.loop.lower,
-            seg.loop.upper,
-            seg.loop.step,
-            [start],
-            iv_name=seg.loop.induction_var.name_hint,
-            names=["lane_sum"],
-        )
-        mapping = {id(seg.loop.induction_var): loop.induction_var}
-        with b.inside(loop.body):
-            for op in seg.again:
-                b.insert(clone_op(op, mapping))
-            e = lane_exp(seg.part, mapping.get(id(seg.part.src), seg.part.src), b, mapping)
-            b.yield_(b.op("tile.add", loop.iter_args[0], e, type=src, name_hint="lane_sum"))
-        lane_sum = loop.results[0]
+        lane_sum = _lane_loop(b, seg, start, seg.again, "lane_sum", sum_step)
     assert lane_sum is not None
-    total = b.op("tile.reduce", lane_sum, type=row, kind="sum", axis=1, name_hint="row_sum")
-    neg_inf = b.constant(-math.inf, f32, name_hint="neg_inf")
-    empty = b.op(
-        "tile.cmp", row_max, neg_inf, type=TileType(row.shape, i1, row.layout), predicate="eq", name_hint="empty"
-    )
-    zero = b.constant(0.0, f32, name_hint="zero")
-    total = b.op("tile.where", empty, zero, total, type=row, name_hint="row_sum")
-    names = [r.name_hint for r in end.after]
-    joined = b.create(SoftmaxCombineOp, *inits, row_max, total, result_types=[row] * 2, names=names)
+    joined = _joined(b, inits, row_max, lane_sum, row, [r.name_hint for r in end.after])
     for old, new in zip(end.after, joined.results):
         replace_uses(kernel.body, old, new)
     for seg in reversed(chain_):
@@ -401,11 +411,11 @@ def lanes_through_loops(kernel: Kernel, chain_: list[Segment]) -> None:
 
 @register
 class SoftmaxLanes(Pass):
-    """Unrolled chains of softmax statistics over chunks in shared memory kept per lane: two
-    reductions across warps a chain, not two a chunk."""
+    """Chains of softmax statistics over chunks in shared memory (unrolled, or through loops over
+    a cached row) kept per lane: two reductions across warps a chain, not two a chunk."""
 
     name = "softmax-lanes"
-    unchanged = "no unrolled chain carries softmax statistics of chunks"
+    unchanged = "no chain of softmax statistics of chunks, unrolled or through loops"
     where: Literal["warps", "all"] = "warps"
 
     def run(self, module: Module) -> None:
