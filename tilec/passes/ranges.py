@@ -1,7 +1,8 @@
 """Integer range analysis: the smallest and largest value an integer scalar or tile can hold.
 
 Enough to decide masks like `rindex < rnumel` once the plan has bound the block sizes, and to
-prove a loop's trip count. Ranges come from constants, `arange`, program ids (bounded by the grid),
+prove a loop's trip count. Ranges come from constants, `arange`, program ids (bounded by the grid;
+where the grid is symbolic, by what an i32 holds),
 loop induction variables, and +, -, * (by constants), division and remainder by positive constants.
 """
 
@@ -24,6 +25,7 @@ from tilec.ir.ops import (
 from tilec.passes.rewrite import const_value
 
 Range = tuple[int, int]
+I32_MAX = 2**31 - 1
 
 
 # ops that leave their operand's values as they are: broadcasts, added axes, layouts, reshapes
@@ -72,7 +74,7 @@ class RangeAnalysis:
                 return None
         if isinstance(op, ProgramIdOp) and not isinstance(op, NumProgramsOp):
             g = self.grid(op.attr("axis"))
-            return (0, g - 1) if g is not None else None
+            return (0, g - 1) if g is not None else (0, I32_MAX)  # a symbolic grid: some program id
         if isinstance(op, (*_SHAPE_OPS, AssumeMultipleOp)):
             return self(op.src)
         if isinstance(op, BinaryOp):

@@ -458,7 +458,8 @@ def _divisible(v: Value, vec: int) -> bool:
 def _vector_constant(mask: Value | None, t: TileType, vec: int) -> bool:
     """Whether the mask is the same over each aligned group of `vec` neighbours along the tile's
     last dimension (so each group copies as one vector): comparisons of the column against a
-    multiple of `vec` (`col + a < b`, `col + a >= b`, a and b multiples), and their conjunctions."""
+    multiple of `vec` (`col + a < b`, `col + a >= b`, a and b multiples), comparisons that do not
+    depend on the column (a row's mask), and their conjunctions."""
     terms = _mask_terms(mask)
     if terms is None:
         return False
@@ -469,8 +470,9 @@ def _vector_constant(mask: Value | None, t: TileType, vec: int) -> bool:
             return False
         d = lhs.plus(rhs, -1)  # the comparison is of d against 0
         slope = d.coeff(("dim", last))
-        ok_predicates = {0: ("lt", "le", "gt", "ge", "eq", "ne"), 1: ("lt", "ge"), -1: ("gt", "le")}.get(slope, ())
-        if cmp.attr("predicate") not in ok_predicates or d.const % vec:
+        if slope == 0:
+            continue  # the same along the row (a row's mask)
+        if cmp.attr("predicate") not in {1: ("lt", "ge"), -1: ("gt", "le")}.get(slope, ()) or d.const % vec:
             return False
         for term, k in d.coeffs.items():
             if term[0] == "dim" and term[1] != last and k % vec and t.shape[term[1]] != 1:
@@ -555,8 +557,9 @@ def cache_by_async_copy(kernel: Kernel, group: Group, budget: int) -> str | None
         return f"{cache_bytes} bytes of cache do not fit the {budget} bytes of shared memory ({used} in use)"
 
     # the copies go as early as their operands allow: ahead of whatever the kernel does first
-    outside = [loop.lower, loop.upper, loop.step, ptr]
+    outside = [loop.lower, loop.upper, loop.step, ptr, load.offsets] + ([load.mask] if load.mask is not None else [])
     inside = {id(r) for op in ops for r in op.results} | {id(loop.induction_var)}
+    outside = [v for v in outside if id(v) not in inside]
     outside += [v for op in ops for v in op.operands if id(v) not in inside]
     tops = [kernel.body.ops.index(top) for v in outside if (top := _top_level(kernel, v)) is not None]
     # and after the copies of caches made before (the row's earlier chunks first)
