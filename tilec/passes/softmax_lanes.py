@@ -24,9 +24,10 @@ vectors and the last partial vector: a top-level chunk, then loops carrying the 
 rewritten the same way over the whole chain: each lane's maximum carried through a loop per loop
 (its body cloned, the chunk's maximum replaced), one reduction after the last, then each lane's
 sum of exp(x - max) carried through a second loop per loop that reads its chunks again (the pure
-ops and shared-memory reads that give them; a loop of one trip at most may read global memory
-again), one reduction. Only where a thread holds at most MAX_LOOP_LANE_ELEMS elements of a chunk
-(the carried lanes cost registers), and a loop's chunks from shared memory.
+ops and shared-memory reads that give them; a loop of one trip over a few columns, the last
+partial vector, may read global memory again), one reduction. Only where a thread holds at most
+MAX_LOOP_LANE_ELEMS elements of a chunk (the carried lanes cost registers), and with a loop over
+the row's chunks in shared memory.
 
 Before (each chunk %v_k from a shared-memory slice):
     %m0, %s0 = tile.softmax_reduce %v0 {axis = 1}
@@ -204,14 +205,29 @@ def _carried(loop: ForOp, counts: dict[int, int]) -> tuple[SoftmaxReduceOp, Soft
     return part, combine
 
 
+# The most columns a loop may span and still read its chunk from global memory again for the
+# sums: align-rows' last partial vector (less than a vector, its bounds' ranges a few more)
+MAX_REREAD_COLUMNS = 32
+
+
+def _tiny(loop: ForOp, ranges: RangeAnalysis) -> bool:
+    """Whether the loop runs at most once over at most MAX_REREAD_COLUMNS columns (from its
+    bounds' ranges: a row's last, partial vector)."""
+    lo, hi = ranges(loop.lower), ranges(loop.upper)
+    trips = max_trip_count(loop, ranges)
+    return (
+        trips is not None and trips <= 1 and lo is not None and hi is not None and hi[1] - lo[0] <= MAX_REREAD_COLUMNS
+    )
+
+
 def _again(seg: Segment, ranges: RangeAnalysis) -> list[Operation] | str:
     """The ops of a loop's body that give its chunk and mask again, for a second loop over the
-    same chunks: pure ops and shared-memory reads; reads of global memory only in a loop that
-    runs at most once (a row's last, partial vector)."""
+    same chunks: pure ops and shared-memory reads; reads of global memory only in a loop over a
+    few columns (`_tiny`: a row's last, partial vector)."""
     assert seg.loop is not None
     body = seg.loop.body
     index = {id(op): i for i, op in enumerate(body.ops)}
-    once = (max_trip_count(seg.loop, ranges) or 2) <= 1
+    once = _tiny(seg.loop, ranges)
     found: dict[int, Operation] = {}
     work = [seg.part.src] + ([seg.part.mask] if seg.part.mask is not None else [])
     smem = False
@@ -312,6 +328,8 @@ def _segments(kernel: Kernel) -> tuple[list[list[Segment]], list[str]]:
                     s.again = again
             if problem:
                 break
+        if not problem and not any(s.loop is not None and not _tiny(s.loop, ranges) for s in chain_):
+            problem = "no loop over the row's chunks reads them from shared memory"
         if problem:
             why.append(f"{name}: {problem}")
             continue
