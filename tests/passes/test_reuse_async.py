@@ -115,3 +115,28 @@ def test_a_cached_row_of_50257_compiles_to_16_byte_copies(op: str, chunk: int, w
     assert report.ok, report.error + "\n" + report.detail
     assert report.cp_async_bytes == (16,) and report.cp_async_arrives, report
     assert report.spills == 0 and report.shared_bytes <= 232_448, report.summary()
+
+
+def test_a_plan_caps_registers_for_the_gluon_emitter_only() -> None:
+    """The plan's `maxnreg` is the launch's register cap: the Gluon module compiles with it (64 a
+    thread: two CTAs of 16 warps an SM beside a 104 KiB cache); the Triton emitter, whose kernels
+    launch through Inductor's configs, refuses it; a cap outside 24..256 is an error."""
+    from bench_scripts import meta_kernel
+
+    from tilec.emit.common import EmitError
+    from tilec.emit.gluon import emit_gluon
+    from tilec.emit.triton import emit_triton
+    from tilec.ir import Module, parse, print_module
+    from tilec.passes import run_pipeline
+    from tilec.passes.base import PipelineError
+    from tilec.passes.pipelines import with_plan
+
+    module = parse(print_module(Module([meta_kernel("softmax", 32768, 50257).kernel])))
+    run_pipeline(module, with_plan("gluon-default", "xblock=1,chunk=4096,num_warps=16,maxnreg=64"))
+    kernel = module.kernels[0]
+    assert kernel.launch.maxnreg == 64
+    assert "maxnreg=64" in emit_gluon(kernel).source
+    with pytest.raises(EmitError, match="caps its registers at 64"):
+        emit_triton(kernel)
+    with pytest.raises(PipelineError, match="maxnreg must be 0"):
+        with_plan("gluon-default", "xblock=1,maxnreg=300")

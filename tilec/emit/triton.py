@@ -54,6 +54,12 @@ class TritonEmitter(PythonEmitter):
                 "prints one CTA a program (use the Gluon emitter)",
                 kernel.loc,
             )
+        if kernel.launch.maxnreg is not None:
+            raise EmitError(
+                f"kernel @{kernel.name} caps its registers at {kernel.launch.maxnreg} a thread; the Triton "
+                "emitter launches through Inductor's configs, which carry no register cap (use the Gluon emitter)",
+                kernel.loc,
+            )
         super().__init__(kernel, RESERVED)
 
     def downcast(self, expr: str, dt: DType) -> str:

@@ -228,6 +228,14 @@ class Plan(Pass):
     # CTA); a kernel it cannot take is planned as usual, with the remark why
     cluster: int = 0
     exchange: Literal["barriers", "push"] = "barriers"  # the cluster's tile.cluster_gather's
+    # > 0: at most this many registers a thread (the launch's `maxnreg`): where shared memory lets
+    # more CTAs share an SM than the registers the compiler takes would (softmax's cp.async cache of
+    # a row of 50257 over 16 warps: 80 registers leave one CTA an SM where 104 KiB of cache allow two)
+    maxnreg: int = 0
+
+    def __post_init__(self) -> None:
+        if self.maxnreg and not 24 <= self.maxnreg <= 256:
+            raise ValueError(f"maxnreg must be 0 (no cap) or in 24..256, got {self.maxnreg}")
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
@@ -377,6 +385,8 @@ class Plan(Pass):
             if stages > 1:
                 band.attributes["stages"] = stages
         kernel.launch.num_warps = warps
+        if self.maxnreg:
+            kernel.launch.maxnreg = self.maxnreg
         if self.row_cache > 0:
             kernel.attributes[ROW_CACHE] = self.row_cache
         for name, on in ((REVERSE, self.reverse), (STREAM, self.stream)):
