@@ -109,7 +109,7 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
             # cache's 104 KiB allow two: capped at 64 (no spills), two. The probe's kernel (64
             # registers) reached 97.4 on the H100 and 78.9 on the H200 there; uncapped, 65.8 and
             # 52.3; capped, 70.7 on the H200 (bench/results/2026-11-27-h200-cp-async-regs)
-            found["gluon-c4096-w16-r64"] = ("gluon", "xblock=1,chunk=4096,num_warps=16,maxnreg=64")
+            found["gluon-c4096-w16-reg64"] = ("gluon", "xblock=1,chunk=4096,num_warps=16,maxnreg=64")
         # and a part of the row cached (`row_cache`, bytes; split-rows), the rest read again: for
         # aligned rows past 64 KiB of bf16, whose whole cache leaves one program an SM or no room
         if n % 8 == 0:

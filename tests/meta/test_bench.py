@@ -280,7 +280,8 @@ def test_surveyed_plans_build_for_every_op() -> None:
     program, chunk and warps it names (a chunk shorter than a row that fits: the loop), and the
     second read reversed and the stores evict-first where it says so (`-rev`, `-st`), and each row
     split across a cluster of the CTAs it names (`-clC`: one row a cluster, each CTA's slice in
-    shared memory in chunks of the chunk it names; `-push`: its gather pushing to the peers)."""
+    shared memory in chunks of the chunk it names; `-push`: its gather pushing to the peers), and its
+    registers capped where it says so (`-regR`)."""
     from tilec.emit.gluon import emit_gluon
     from tilec.emit.triton import emit_triton
     from tilec.ir import parse, print_kernel
@@ -290,6 +291,7 @@ def test_surveyed_plans_build_for_every_op() -> None:
     assert survey.main(["--list"]) == 0
     named = re.compile(
         r"(gluon|triton)-(?:cl(\d+)-)?(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)(?:-k(\d+))?(?:-(rev|st|rev-st|push))?"
+        r"(?:-reg(\d+))?"
     )
     lengths = {op: (1024, 16384, 32768, 50257, 65536, 131072) for op in survey.OPS}
     lengths |= {op: (2048, 50257) for op in survey.RESIDUAL_OPS}  # one row that fits a tile, one that loops
@@ -309,6 +311,8 @@ def test_surveyed_plans_build_for_every_op() -> None:
                     assert found is not None and found[1] == emitter, name
                     ctas, xblock, rblock, chunk, warps, cached = (found[i] for i in range(2, 8))
                     assert kernel.launch.num_warps == int(warps), (op, n, name)
+                    # a register cap where it names one (`-regR`)
+                    assert kernel.launch.maxnreg == (int(found[9]) if found[9] else None), name
                     if ctas:  # one row a cluster: each CTA's slice copied into shared memory in chunks
                         assert kernel.launch.num_ctas == int(ctas), name
                         buffers = [o.result.type for o in kernel.walk() if o.name == "tile.smem_alloc"]
