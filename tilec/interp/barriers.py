@@ -12,6 +12,7 @@ progress (the hardware would return at once), is a ProtocolError.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tilec.interp.errors import ProtocolError
@@ -63,9 +64,12 @@ class MBarrier:
             raise ProtocolError(f"invalidates {self.label} in the middle of phase {self.phase}", op)
         self.state = "invalidated"
 
-    def arrive(self, op: Operation, agent: Agent, count: int = 1) -> None:
+    def arrive(self, op: Operation, agent: Agent, count: int = 1, landed: Sequence[int] = ()) -> None:
+        """`count` arrivals by `agent`; `landed`: asynchronous copies (their guard uids) whose
+        landing the arrivals hand on to whoever waits for the phase."""
         self._active(op)
         _join(self.accum, agent.clock)
+        mark_landed(self.accum, landed)
         agent.tick()
         self.pending -= count
         if self.pending < 0:
@@ -139,6 +143,13 @@ class MBarrier:
 
 def barrier_clock_id(uid: int) -> int:
     return -1 - uid
+
+
+def mark_landed(clock: dict[int, int], copies: Sequence[int]) -> None:
+    """Marks asynchronous copies (their guard uids) landed in a vector clock: whoever holds it may
+    read what they wrote."""
+    for uid in copies:
+        clock[barrier_clock_id(uid)] = max(clock.get(barrier_clock_id(uid), 0), 1)
 
 
 def _join(into: dict[int, int], other: dict[int, int]) -> None:

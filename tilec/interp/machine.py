@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from tilec.interp.barriers import MBarrier, barrier_clock_id
+from tilec.interp.barriers import MBarrier, barrier_clock_id, mark_landed
 from tilec.interp.compute import Operands, run_pure, scalar
 from tilec.interp.dtypes import to_torch
 from tilec.interp.errors import DeadlockError, DeviceAssertError, ExecutionError, ProtocolError
@@ -417,18 +417,12 @@ def _async_commit(p: Program, op: AsyncCommitOp, args: Operands, env: dict[int, 
     return []
 
 
-def _landed(clock: dict[int, int], copies: list[int]) -> None:
-    """Marks the copies landed in a vector clock: whoever holds it may read what they wrote."""
-    for uid in copies:
-        clock[barrier_clock_id(uid)] = max(clock.get(barrier_clock_id(uid), 0), 1)
-
-
 @effect(AsyncWaitOp, switch=True)
 def _async_wait(p: Program, op: AsyncWaitOp, args: Operands, env: dict[int, Any], agent: Agent) -> list[Any]:
     keep = op.attr("pending")
     done = agent.copy_groups[: max(0, len(agent.copy_groups) - keep)]
     for group in done:  # their copies have landed: this agent may read them (and hand that on)
-        _landed(agent.clock, group)
+        mark_landed(agent.clock, group)
     agent.copy_groups = agent.copy_groups[len(done) :]
     return []
 
@@ -444,15 +438,7 @@ def _async_copy_arrive(
     bar = args.bars.at(op, args.index)
     threads = 32 * (p.launch.kernel.launch.num_warps or 4)
     copies = [uid for group in agent.copy_groups for uid in group] + agent.copy_group
-    saved = dict(agent.clock)
-    _landed(agent.clock, copies)  # the arrival carries them to the waiters
-    bar.arrive(op, agent, threads)
-    for uid in copies:  # this agent itself still has to wait for them
-        key = barrier_clock_id(uid)
-        if key in saved:
-            agent.clock[key] = saved[key]
-        else:
-            del agent.clock[key]
+    bar.arrive(op, agent, threads, landed=copies)  # the waiters may read them; this agent waits too
     return []
 
 

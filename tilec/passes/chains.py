@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from tilec.ir.builder import Builder
-from tilec.ir.core import Kernel, Operation, Value, defining_op, replace_uses
+from tilec.ir.core import Kernel, Launch, Operation, Value, defining_op, replace_uses
 from tilec.ir.ops import CombineOp, ReductionOp
 from tilec.ir.types import TileType
 
@@ -80,3 +80,14 @@ def broadcast_row(b: Builder, v: Value, src: TileType, name: str) -> Value:
     """A row's value `v` broadcast along the chunk (`src`'s shape)."""
     col = b.op("tile.expand_dims", v, axis=1, name_hint=f"{name}_col")
     return b.op("tile.broadcast", col, type=src, name_hint=name)
+
+
+def lane_elems(chunk: TileType, launch: Launch) -> int | None:
+    """A thread's elements of a chunk (a cluster's tile is shared by its CTAs): what keeping each
+    lane's statistics across the chunks costs in registers, a few each. None for a symbolic shape."""
+    elems = 1
+    for n in chunk.shape:
+        if not isinstance(n, int):
+            return None
+        elems *= n
+    return -(-elems // (32 * (launch.num_warps or 4) * launch.num_ctas))

@@ -51,7 +51,7 @@ from tilec.ir.ops import (
 from tilec.ir.ops.compute import ArgReduceOp, CombineOp, ElementwiseOp, ReductionOp
 from tilec.ir.types import SharedBufferType, TileType
 from tilec.passes.base import Pass, register
-from tilec.passes.rewrite import const_value
+from tilec.passes.rewrite import backward_slice, const_value
 
 X, R = Sym("XBLOCK"), Sym("RBLOCK")
 # the elementwise ops that fold a chunk's part into a carried value (either operand order)
@@ -246,7 +246,7 @@ class ClusterRowsRewriter:
         for load in loads:
             if load.other is not None:
                 raise DeclinedError("a row load gives masked-off elements a value (a copy makes them 0)")
-        needed = _backward_slice(loop.body, [v for ld in loads for v in (ld.offsets, ld.mask) if v is not None])
+        needed = set(backward_slice(loop.body, [v for ld in loads for v in (ld.offsets, ld.mask) if v is not None]))
         for i in range(self.K):
             saved = dict(self.map)
             self.map[id(loop.body.args[0])] = self.b.constant(i * self.CH, i32, name_hint="chunk_first")
@@ -374,20 +374,6 @@ class ClusterRowsRewriter:
                 for p, r in zip(positions, new.results):
                     totals[p] = r
         return totals
-
-
-def _backward_slice(block: Block, values: Sequence[Value]) -> set[Operation]:
-    """The ops of `block` the values depend on."""
-    ops = {id(op): op for op in block.ops}
-    out: dict[int, Operation] = {}
-    work = list(values)
-    while work:
-        op = getattr(work.pop(), "op", None)
-        if op is None or id(op) not in ops or id(op) in out:
-            continue
-        out[id(op)] = op
-        work.extend(op.operands)
-    return set(out.values())
 
 
 def _same(a: Value, b: Value) -> bool:

@@ -41,7 +41,18 @@ from typing import Literal
 
 from tilec.ir.builder import Builder
 from tilec.ir.clone import clone_op
-from tilec.ir.core import Block, BlockArg, Kernel, Module, Operation, OpResult, Value, defining_op, replace_uses
+from tilec.ir.core import (
+    Block,
+    BlockArg,
+    Kernel,
+    Module,
+    Operation,
+    OpResult,
+    Value,
+    ancestor_in,
+    defining_op,
+    replace_uses,
+)
 from tilec.ir.dtypes import DType, i32
 from tilec.ir.expr import evaluate
 from tilec.ir.layouts import BlockedLayout, NVMMASharedLayout, SwizzledSharedLayout
@@ -62,7 +73,7 @@ from tilec.passes.affine import Affine, affine
 from tilec.passes.band_chunks import CHUNKED
 from tilec.passes.base import Pass, register
 from tilec.passes.ranges import RangeAnalysis, max_trip_count, trip_count
-from tilec.passes.rewrite import const_value
+from tilec.passes.rewrite import backward_slice, const_value
 
 # ---------------------------------------------------------------------------------------------
 # Finding loads of the same elements
@@ -369,8 +380,7 @@ def cache_in_smem(kernel: Kernel, group: Group, budget: int) -> str | None:
         return "TMA needs 16-byte aligned rows, an inner box of 16 bytes or more and power-of-two boxes"
     slots = (trip_count(loop) or 0) if loop is not None else 1
     cache_bytes = slots * box.block[0] * box.block[1] * dt.bytes
-    allocated = [op.results[0].type for op in kernel.walk() if op.name == "tile.smem_alloc"]
-    used = sum(evaluate(t.nbytes(), kernel.bound_constexprs()) for t in allocated if isinstance(t, SharedBufferType))
+    used = _smem_in_use(kernel)
     if slots < 1:
         return "its loop's trip count is not known"
     if used + cache_bytes + 8 * slots > budget:
@@ -395,17 +405,14 @@ def cache_in_smem(kernel: Kernel, group: Group, budget: int) -> str | None:
         slot = b.op("tile.smem_index", buf, idx)
         b.create("tile.tma_load", desc, row_v, col_v, bars, idx, slot)
 
-    _read_slots(kernel, group, buf, bars, bounds_only)
-    # the barriers are retired at the end of the kernel
-    end = Builder.at_end(kernel.body)
-    for k in range(slots):
-        end.create("tile.mbarrier_invalidate", bars, end.constant(k, i32))
+    _use_cache(kernel, group, buf, bars, slots, bounds_only)
     return None
 
 
-def _read_slots(kernel: Kernel, group: Group, buf: Value, bars: Value, bounds_only: bool) -> None:
+def _use_cache(kernel: Kernel, group: Group, buf: Value, bars: Value, slots: int, bounds_only: bool) -> None:
     """Every load of the group replaced by its chunk's slot of `buf`, read back; the first load
-    of each chunk waits for the chunk's barrier (phase 0) first."""
+    of each chunk waits for the chunk's barrier (phase 0) first. The barriers are retired at the
+    end of the kernel."""
 
     def slot_of(load: LoadOp, this_loop: ForOp | None, wait: bool) -> None:
         lb = Builder.before(load)
@@ -424,6 +431,9 @@ def _read_slots(kernel: Kernel, group: Group, buf: Value, bars: Value, bounds_on
     slot_of(group.first, group.loops[0] if group.loops else None, wait=True)
     for i, later in enumerate(group.later):
         slot_of(later, group.loops[i + 1] if group.loops else None, wait=False)
+    end = Builder.at_end(kernel.body)
+    for k in range(slots):
+        end.create("tile.mbarrier_invalidate", bars, end.constant(k, i32))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -502,28 +512,11 @@ def _copy_width(load: LoadOp) -> int | None:
     return vec
 
 
-def _slice(body: Block, roots: list[Value]) -> list[Operation] | None:
-    """The ops of `body` that compute `roots`, in program order; None if one of them is not pure."""
-    index = {id(op): i for i, op in enumerate(body.ops)}
-    found: dict[int, Operation] = {}
-    work = list(roots)
-    while work:
-        op = defining_op(work.pop())
-        if op is None or id(op) not in index or id(op) in found:
-            continue
-        if op.regions or not op.is_pure:
-            return None
-        found[id(op)] = op
-        work.extend(op.operands)
-    return sorted(found.values(), key=lambda op: index[id(op)])
-
-
 def cache_by_async_copy(kernel: Kernel, group: Group, budget: int) -> str | None:
     """Caches the group's chunks in shared memory, copied by cp.async: a loop ahead of the first
     one issues every chunk's copy, each thread then arriving on the chunk's barrier, and the first
     loop waits for each chunk's barrier before reading it. Returns why not when it does not."""
-    if not group.loops:
-        return "its loads are not in loops over chunks"
+    assert group.loops, "cp.async caches loops over chunks"
     loop, load = group.loops[0], group.first
     if loop.parent is not kernel.body:
         return "the first load is nested below the kernel's top level (the copies are issued there)"
@@ -543,16 +536,16 @@ def cache_by_async_copy(kernel: Kernel, group: Group, budget: int) -> str | None
         return "its loop's trip count has no known bound"
     if slots < 1:
         return "its loop never runs"
-    ops = _slice(loop.body, [load.offsets] + ([load.mask] if load.mask is not None else []))
-    if ops is None:
+    ops = backward_slice(loop.body, [load.offsets] + ([load.mask] if load.mask is not None else []))
+    if any(op.regions or not op.is_pure for op in ops):
         return "its offsets or mask are computed by an op that cannot run twice"
     ptr = load.ptr
     assert isinstance(ptr.type, PointerType)
-    dt = ptr.type.pointee
-    chunk_type = SharedBufferType(t.shape, dt, SwizzledSharedLayout(1, 1, 1, tuple(range(t.rank - 1, -1, -1))))
-    cache_bytes = slots * evaluate(chunk_type.nbytes(), kernel.bound_constexprs())
-    allocated = [op.results[0].type for op in kernel.walk() if op.name == "tile.smem_alloc"]
-    used = sum(evaluate(a.nbytes(), kernel.bound_constexprs()) for a in allocated if isinstance(a, SharedBufferType))
+    cache = SharedBufferType(
+        t.shape, ptr.type.pointee, SwizzledSharedLayout(1, 1, 1, tuple(range(t.rank - 1, -1, -1))), slots
+    )
+    cache_bytes = evaluate(cache.nbytes(), kernel.bound_constexprs())
+    used = _smem_in_use(kernel)
     if used + cache_bytes + 8 * slots > budget:
         return f"{cache_bytes} bytes of cache do not fit the {budget} bytes of shared memory ({used} in use)"
 
@@ -566,11 +559,7 @@ def cache_by_async_copy(kernel: Kernel, group: Group, budget: int) -> str | None
     tops += [i for i, op in enumerate(kernel.body.ops) if isinstance(op, ForOp) and _issues_copies(op)]
     b = Builder(kernel.body, max(tops, default=-1) + 1)
     base = ptr.name_hint or "x"
-    buf = b.op(
-        "tile.smem_alloc",
-        type=SharedBufferType(t.shape, dt, chunk_type.layout, slots),
-        name_hint=f"{base}_cache",
-    )
+    buf = b.op("tile.smem_alloc", type=cache, name_hint=f"{base}_cache")
     bars = b.op("tile.mbarrier_alloc", type=MBarrierType(slots), name_hint=f"{base}_ready")
     threads = 32 * (kernel.launch.num_warps or 4)
     for k in range(slots):  # every thread arrives on its chunk's barrier
@@ -587,25 +576,20 @@ def cache_by_async_copy(kernel: Kernel, group: Group, budget: int) -> str | None
         b.create("tile.async_copy", slot, ptr, mapping.get(id(load.offsets), load.offsets), *mask)
         b.create("tile.async_copy_arrive", bars, k_v)
         b.yield_()
-    _read_slots(kernel, group, buf, bars, bounds_only=False)
-    end = Builder.at_end(kernel.body)
-    for k in range(slots):
-        end.create("tile.mbarrier_invalidate", bars, end.constant(k, i32))
+    _use_cache(kernel, group, buf, bars, slots, bounds_only=False)
     return None
 
 
 def _top_level(kernel: Kernel, v: Value) -> Operation | None:
     """The op of the kernel's top level that defines `v` or holds its definition (None: a parameter)."""
-    op = defining_op(v)
-    if op is None:
-        if isinstance(v, BlockArg) and v.block is not kernel.body and v.block.parent_op is not None:
-            op = v.block.parent_op
-        else:
-            return None
-    while op.parent is not kernel.body:
-        assert op.parent is not None and op.parent.parent_op is not None
-        op = op.parent.parent_op
-    return op
+    op = defining_op(v) or (v.block.parent_op if isinstance(v, BlockArg) else None)
+    return ancestor_in(kernel.body, op) if op is not None else None
+
+
+def _smem_in_use(kernel: Kernel) -> int:
+    """The bytes of shared memory the kernel's buffers take."""
+    allocated = [op.results[0].type for op in kernel.walk() if op.name == "tile.smem_alloc"]
+    return sum(evaluate(t.nbytes(), kernel.bound_constexprs()) for t in allocated if isinstance(t, SharedBufferType))
 
 
 def merge_in_registers(kernel: Kernel, group: Group) -> str | None:
@@ -647,10 +631,10 @@ class Reuse(Pass):
                     smem_why = cache_in_smem(kernel, group, self.smem_budget)
                     if smem_why is None:
                         continue
-                    copy_why = cache_by_async_copy(kernel, group, self.smem_budget) if group.loops else None
-                    if group.loops and copy_why is None:
-                        continue
-                    if copy_why is not None:
+                    if group.loops:  # chunks TMA cannot copy may still be copied by cp.async
+                        copy_why = cache_by_async_copy(kernel, group, self.smem_budget)
+                        if copy_why is None:
+                            continue
                         smem_why += f"; nor by cp.async: {copy_why}"
                     self.remark(kernel, f"{what} not cached in shared memory: {smem_why}")
                 why = merge_in_registers(kernel, group)

@@ -224,6 +224,20 @@ def fold_cmp(predicate: str, a: int | float, b: int | float) -> bool:
     return _CMP[predicate](a, b)
 
 
+def backward_slice(block: Block, values: Sequence[Value]) -> list[Operation]:
+    """The ops of `block` that `values` depend on (through ops of `block` only), in program order."""
+    index = {id(op): i for i, op in enumerate(block.ops)}
+    found: dict[int, Operation] = {}
+    work = list(values)
+    while work:
+        op = defining_op(work.pop())
+        if op is None or id(op) not in index or id(op) in found:
+            continue
+        found[id(op)] = op
+        work.extend(op.operands)
+    return sorted(found.values(), key=lambda op: index[id(op)])
+
+
 def depends_on(v: Value, target: Value, seen: set[int] | None = None) -> bool:
     """Whether `v` is `target` or computed from it."""
     if v is target:

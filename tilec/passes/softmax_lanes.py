@@ -59,8 +59,9 @@ from tilec.ir.ops import ForOp, SoftmaxCombineOp, SoftmaxReduceOp, yielded_value
 from tilec.ir.types import TileType
 from tilec.passes.accumulate import warps_along
 from tilec.passes.base import Pass, register
-from tilec.passes.chains import broadcast_row, chain, chain_ends, replace_chain
+from tilec.passes.chains import broadcast_row, chain, chain_ends, lane_elems, replace_chain
 from tilec.passes.ranges import RangeAnalysis, max_trip_count
+from tilec.passes.rewrite import backward_slice
 
 Link = tuple[SoftmaxReduceOp, SoftmaxCombineOp]
 
@@ -225,27 +226,15 @@ def _again(seg: Segment, ranges: RangeAnalysis) -> list[Operation] | str:
     same chunks: pure ops and shared-memory reads; reads of global memory only in a loop over a
     few columns (`_tiny`: a row's last, partial vector)."""
     assert seg.loop is not None
-    body = seg.loop.body
-    index = {id(op): i for i, op in enumerate(body.ops)}
     once = _tiny(seg.loop, ranges)
-    found: dict[int, Operation] = {}
-    work = [seg.part.src] + ([seg.part.mask] if seg.part.mask is not None else [])
-    smem = False
-    while work:
-        op = defining_op(work.pop())
-        if op is None or id(op) not in index or id(op) in found:
-            continue
-        if op.name == "tile.smem_load":
-            smem = True
-        elif op.name == "tile.load" and once:
-            pass
-        elif op.regions or not op.is_pure:
+    ops = backward_slice(seg.loop.body, [seg.part.src] + ([seg.part.mask] if seg.part.mask is not None else []))
+    for op in ops:
+        reread = op.name == "tile.smem_load" or (op.name == "tile.load" and once)
+        if not reread and (op.regions or not op.is_pure):
             return f"the chunk comes from {op.name}, which would run twice"
-        found[id(op)] = op
-        work.extend(op.operands)
-    if not smem and not once:
+    if not once and not any(op.name == "tile.smem_load" for op in ops):
         return "the chunk is not read from shared memory"
-    return sorted(found.values(), key=lambda op: index[id(op)])
+    return ops
 
 
 # A thread's elements of a chunk, at most, for the statistics through loops: the loops carry a
@@ -255,16 +244,6 @@ def _again(seg: Segment, ranges: RangeAnalysis) -> list[Operation] | str:
 # warps (64 a thread) fell from 92.4 to 81.6 (123 registers a thread where 80 had let three CTAs
 # share an SM; bench/results/2026-11-27-h200-cp-async)
 MAX_LOOP_LANE_ELEMS = 32
-
-
-def _lane_elems(chunk: TileType, kernel: Kernel) -> int | None:
-    """A thread's elements of the chunk (None for a symbolic shape)."""
-    elems = 1
-    for n in chunk.shape:
-        if not isinstance(n, int):
-            return None
-        elems *= n
-    return -(-elems // (32 * (kernel.launch.num_warps or 4) * kernel.launch.num_ctas))
 
 
 def _segments(kernel: Kernel) -> tuple[list[list[Segment]], list[str]]:
@@ -309,7 +288,7 @@ def _segments(kernel: Kernel) -> tuple[list[list[Segment]], list[str]]:
         name = f"%{seg.after[0].name_hint}"
         src = chain_[0].part.src.type
         problem = ""
-        held = _lane_elems(src, kernel) if isinstance(src, TileType) else None
+        held = lane_elems(src, kernel.launch) if isinstance(src, TileType) else None
         if held is None or held > MAX_LOOP_LANE_ELEMS:
             why.append(
                 f"{name}: more than {MAX_LOOP_LANE_ELEMS} elements of a chunk a thread: the lanes' statistics "

@@ -57,7 +57,7 @@ from tilec.ir.ops import ForOp, WelfordCombineOp, WelfordOp, YieldOp, yielded_va
 from tilec.ir.types import TileType
 from tilec.passes.accumulate import warps_along
 from tilec.passes.base import Pass, register
-from tilec.passes.chains import broadcast_row, chain, chain_ends, replace_chain
+from tilec.passes.chains import broadcast_row, chain, chain_ends, lane_elems, replace_chain
 
 
 def _running_welford(
@@ -106,13 +106,8 @@ MAX_LANE_ELEMS = 8
 def fits_registers(chunk: TileType, launch: Launch) -> bool:
     """Whether a thread's elements of the chunk are few enough to carry a mean and an m2 each
     across the loop (`MAX_LANE_ELEMS`); a cluster's tile is shared by its CTAs."""
-    threads = 32 * (launch.num_warps or 4) * launch.num_ctas
-    elems = 1
-    for n in chunk.shape:
-        if not isinstance(n, int):
-            return False
-        elems *= n
-    return -(-elems // threads) <= MAX_LANE_ELEMS
+    held = lane_elems(chunk, launch)
+    return held is not None and held <= MAX_LANE_ELEMS
 
 
 def _update(b: Builder, v: Value, mean: Value, m2: Value, rcp: Value) -> tuple[Value, Value]:
