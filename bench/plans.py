@@ -143,6 +143,30 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
                             if ctas < 16:
                                 found[f"gluon-cl{ctas}-c{c}-w{w}"] = ("gluon", options)
                             found[f"gluon-cl{ctas}-c{c}-w{w}-push"] = ("gluon", options + ",exchange=push")
+        # and from rows of 131072, the fewest CTAs whose slices fit 128 KiB (one CTA an SM):
+        # clusters of 2 at 131072, of 4 at 262144. The norms ran 6-8 points of a copy slower in
+        # clusters of 8 than of 4 wherever both were surveyed (4096x131072, 8192x65536), and
+        # clusters of 4 with 64 KiB slices do not cover a row of 262144. With one CTA an SM, also
+        # each chunk's other inputs (a norm's weight) read a chunk ahead (`-pf1`: prefetch=1,
+        # early-loads): RMSNorm 2048x262144 95.7% of a copy against 94.1 in a probe on the H100
+        # (bench/results/2026-11-27-h100-early-loads)
+        if n >= 131072:
+            ctas = n * 2 // 131072
+            for w in (8, 16):
+                for c in (8192, 16384):
+                    if ctas <= 4 and n % (ctas * c) == 0 and 2 <= n // (ctas * c) <= 8:
+                        options = f"xblock=1,chunk={c},num_warps={w},cluster={ctas}"
+                        found[f"gluon-cl{ctas}-c{c}-w{w}"] = ("gluon", options)
+                        found[f"gluon-cl{ctas}-c{c}-w{w}-push"] = ("gluon", options + ",exchange=push")
+                        found[f"gluon-cl{ctas}-c{c}-w{w}-push-pf1"] = ("gluon", options + ",exchange=push,prefetch=1")
+                        # and three quarters of the slice cached (`row_cache`, bytes of the row),
+                        # the last quarter read again from L2: 96 KiB a CTA, two CTAs an SM (16
+                        # warps capped at 64 registers a thread so the registers allow two)
+                        cache = n * 2 * 3 // 4
+                        cap = "-reg64" if w == 16 else ""
+                        cached = f"{options},row_cache={cache},exchange=push" + (",maxnreg=64" if cap else "")
+                        found[f"gluon-cl{ctas}-c{c}-w{w}-k{cache}-push{cap}"] = ("gluon", cached)
+                        found[f"gluon-cl{ctas}-c{c}-w{w}-k{cache}-push{cap}-pf1"] = ("gluon", cached + ",prefetch=1")
         return found
     found = {e: (e, "") for e in PIPELINES}
     for e in PIPELINES:

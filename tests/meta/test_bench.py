@@ -280,8 +280,8 @@ def test_surveyed_plans_build_for_every_op() -> None:
     program, chunk and warps it names (a chunk shorter than a row that fits: the loop), and the
     second read reversed and the stores evict-first where it says so (`-rev`, `-st`), and each row
     split across a cluster of the CTAs it names (`-clC`: one row a cluster, each CTA's slice in
-    shared memory in chunks of the chunk it names; `-push`: its gather pushing to the peers), and its
-    registers capped where it says so (`-regR`)."""
+    shared memory in chunks of the chunk it names; `-push`: its gather pushing to the peers; `-pfD`:
+    its other inputs read D chunks ahead), and its registers capped where it says so (`-regR`)."""
     from tilec.emit.gluon import emit_gluon
     from tilec.emit.triton import emit_triton
     from tilec.ir import parse, print_kernel
@@ -291,7 +291,7 @@ def test_surveyed_plans_build_for_every_op() -> None:
     assert survey.main(["--list"]) == 0
     named = re.compile(
         r"(gluon|triton)-(?:cl(\d+)-)?(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)(?:-k(\d+))?(?:-(rev|st|rev-st|push))?"
-        r"(?:-reg(\d+))?"
+        r"(?:-reg(\d+))?(?:-pf(\d+))?"
     )
     lengths = {op: (1024, 16384, 32768, 50257, 65536, 131072) for op in survey.OPS}
     lengths |= {op: (2048, 50257) for op in survey.RESIDUAL_OPS}  # one row that fits a tile, one that loops
@@ -317,9 +317,15 @@ def test_surveyed_plans_build_for_every_op() -> None:
                         assert kernel.launch.num_ctas == int(ctas), name
                         buffers = [o.result.type for o in kernel.walk() if o.name == "tile.smem_alloc"]
                         assert buffers and all(t.shape == (int(ctas), int(chunk)) for t in buffers), name
-                        assert len(buffers) == n // (int(ctas) * int(chunk)), name
+                        # all the slice's chunks, or as many as a row cache's bytes hold (`-kB`)
+                        slices = (
+                            int(cached) // (2 * int(ctas) * int(chunk)) if cached else n // (int(ctas) * int(chunk))
+                        )
+                        assert len(buffers) == slices, name
                         exchanges = {o.attr("exchange") for o in kernel.walk() if o.name == "tile.cluster_gather"}
                         assert exchanges == {"push" if found[8] == "push" else "barriers"}, name
+                        # the other inputs' reads a chunk ahead where it says so (`-pfD`)
+                        assert kernel.attributes.get("prefetch") == (int(found[10]) if found[10] else None), name
                         continue
                     # the second read turned around (`reverse`), the rows written evict-first (`stream`)
                     reread = found[8] or ""

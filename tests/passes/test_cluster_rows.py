@@ -76,26 +76,60 @@ def clustered(op: str, cols: int, pipeline: str) -> Any:
     seed=st.integers(0, 2**16),
     through_plan=st.booleans(),
     exchange=st.sampled_from(["barriers", "push"]),
+    prefetch=st.integers(0, 3),
+    cached_quarters=st.sampled_from([4, 3, 2]),
 )
 # LayerNorm's bias cancelling a normalized value of 5.4 to 1.1e-4: the f32 statistics of 65536
 # values put it 1.2e-5 off, within 1e-5 of the terms' scale but not of 1
-@example(op="layernorm", cols=65536, ctas=2, chunks=2, rows=3, seed=65535, through_plan=False, exchange="barriers")
+@example(
+    op="layernorm",
+    cols=65536,
+    ctas=2,
+    chunks=2,
+    rows=3,
+    seed=65535,
+    through_plan=False,
+    exchange="barriers",
+    prefetch=0,
+    cached_quarters=4,
+)
 def test_a_row_split_across_a_cluster_computes_the_op(
-    op: str, cols: int, ctas: int, chunks: int, rows: int, seed: int, through_plan: bool, exchange: str
+    op: str,
+    cols: int,
+    ctas: int,
+    chunks: int,
+    rows: int,
+    seed: int,
+    through_plan: bool,
+    exchange: str,
+    prefetch: int,
+    cached_quarters: int,
 ) -> None:
     """Each CTA's statistics over its slice, gathered and folded in CTA order: the row's, in every
     CTA; the slice read from shared memory after its group's wait (the interpreter would report a
     read before it). Equal to the op within bf16 rounding (the sums' order differs from torch's).
     `through_plan`: the Gluon pipeline with the plan's `cluster` option, every later pass on it.
-    `exchange`: the gather's (how the GPU exchanges the values; the interpreter gathers alike)."""
+    `exchange`: the gather's (how the GPU exchanges the values; the interpreter gathers alike).
+    `prefetch` (through the plan): the weights' reads after the gather moved that many chunks
+    ahead (early-loads), the first before the gather. `cached_quarters`: the quarters of the row
+    cached (`row_cache`; at least a chunk a CTA), the rest read from global memory by each loop."""
     chunk = cols // (ctas * chunks)
+    row_cache = cols * 2 * cached_quarters // 4 if cached_quarters < 4 and chunks > 2 else 0
     if through_plan:
-        pipeline = with_plan("gluon-default", f"xblock=1,chunk={chunk},num_warps=4,cluster={ctas},exchange={exchange}")
+        plan = f"xblock=1,chunk={chunk},num_warps=4,cluster={ctas},exchange={exchange},prefetch={prefetch}"
+        pipeline = with_plan("gluon-default", plan + f",row_cache={row_cache}")
     else:
-        pipeline = f"cluster-rows{{ctas={ctas},chunks={chunks},warps=4,exchange={exchange}}},canonicalize,cse,dce"
+        options = f"ctas={ctas},chunks={chunks},warps=4,exchange={exchange},row_cache={row_cache}"
+        pipeline = f"cluster-rows{{{options}}},canonicalize,cse,dce"
     kernel = clustered(op, cols, pipeline)
+    slices = [o for o in kernel.walk() if o.name == "tile.smem_alloc"]
+    assert len(slices) == (chunks * cached_quarters // 4 if row_cache else chunks)
     assert kernel.launch.num_ctas == ctas and kernel.attributes["cluster"] == ctas
     assert {o.attr("exchange") for o in kernel.walk() if o.name == "tile.cluster_gather"} == {exchange}
+    if through_plan and prefetch and op != "softmax":  # a weight's read ahead of the gather
+        names = [o.name for o in kernel.body.ops]
+        first_weight = next(i for i, o in enumerate(kernel.body.ops) if o.name == "tile.load")
+        assert first_weight < names.index("tile.cluster_gather")
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(rows, cols, generator=g).bfloat16()
     w, b = torch.randn(cols, generator=g).bfloat16(), torch.randn(cols, generator=g).bfloat16()
@@ -131,6 +165,24 @@ def test_the_clustered_kernels_compile_for_hopper(op: str, exchange: str) -> Non
     assert ("st.async.shared::cluster" in source.source) == (exchange == "push")
 
 
+def test_a_partly_cached_slice_leaves_room_for_two_ctas_an_sm() -> None:
+    """The H100's RMSNorm plan at rows of 262144 (clusters of 4, three quarters of each 128 KiB
+    slice cached, 16 warps capped at 64 registers, the weight read a chunk ahead) compiled for
+    sm_90: 96 KiB of shared memory and at most 64 registers a thread, so two CTAs share an SM
+    (what its measurement, bench/results/2026-11-27-h100-slice-cache, rests on), nothing spilled;
+    the weight's first read before the exchange."""
+    plan = "xblock=1,chunk=8192,num_warps=16,cluster=4,row_cache=393216,exchange=push,maxnreg=64,prefetch=1"
+    kernel = clustered("rmsnorm", 262144, with_plan("gluon-default", plan))
+    assert kernel.launch.maxnreg == 64 and kernel.attributes["prefetch"] == 1
+    names = [o.name for o in kernel.body.ops]
+    assert names.index("tile.load") < names.index("tile.cluster_gather")
+    report = check_compile(emit_gluon(kernel), "sm_90")
+    assert report.ok, report.error + "\n" + report.detail
+    assert report.num_ctas == 4 and report.registers <= 64 and report.spills == 0, report.summary()
+    # an SM holds 228 KiB, of which each CTA also reserves 1 KiB
+    assert 6 * 16384 <= report.shared_bytes <= 233472 // 2 - 1024, report.summary()
+
+
 # every cluster plan the GPUs' tables take: (op, the row length its rule starts at, the plan),
 # and the autotuner's (at rows of 131072)
 FAMILIES = {"sum": "rmsnorm", "mean-var": "layernorm", "softmax": "softmax"}
@@ -161,6 +213,22 @@ def test_options_out_of_range_are_the_pipelines_errors() -> None:
     for bad in ("ctas=3", "ctas=32", "chunks=0", "warps=3"):
         with pytest.raises(PipelineError, match="pass 'cluster-rows': ctas must be 2, 4, 8 or 16"):
             parse_pipeline(f"cluster-rows{{{bad}}}")
+    with pytest.raises(PipelineError, match="row_cache must be 0"):
+        parse_pipeline("cluster-rows{row_cache=-1}")
+
+
+def test_a_plans_prefetch_is_for_cluster_plans() -> None:
+    """`prefetch` below 0 is the pipeline's error; on a plan without a cluster it changes nothing
+    and the remark says why."""
+    from tilec.passes import PipelineError, parse_pipeline
+
+    with pytest.raises(PipelineError, match="prefetch must be 0"):
+        parse_pipeline("plan{prefetch=-1}")
+    module = parse(logical("rmsnorm", 65536))
+    with collecting_remarks() as remarks:
+        run_pipeline(module, with_plan("gluon-default", "xblock=1,chunk=8192,num_warps=8,prefetch=1"))
+    assert "prefetch" not in module.kernels[0].attributes
+    assert any("prefetch=1: only a cluster plan's chunks read ahead" in str(r) for r in remarks), remarks
 
 
 def test_an_argmax_over_a_long_row_is_left_with_the_remark_why() -> None:

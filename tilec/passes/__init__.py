@@ -8,6 +8,7 @@ from tilec.passes import (  # noqa: F401  (register the passes)
     cluster_rows,
     cse,
     dce,
+    early_loads,
     fp32_at_use,
     peel,
     persistent,

@@ -210,6 +210,64 @@ class Rule:
 # `stream`: the `reread` pass) among them: all before the whole survey's rules, which decide the
 # shorter rows. The runs and their order: bench/table_runs.json (bench/tables.py writes a table).
 RULES: tuple[Rule, ...] = (
+    # first, the long rows of all three ops from rows of 131072 (--min-row 131072), among the cluster
+    # plans the fewest CTAs whose slices fit 128 KiB (clusters of 2 at 131072, of 4 at 262144),
+    # whole or three quarters cached (`row_cache`: two CTAs an SM), the weight read a chunk ahead
+    # (`prefetch`: early-loads)
+    Rule(
+        "mean-var",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h100-slice-cache",
+        "4096x131072 94.2 vs 65.3",
+        plan="xblock=1,chunk=4096,num_warps=16,cluster=4,exchange=push",
+    ),
+    Rule(
+        "mean-var",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h100-slice-cache",
+        "2048x262144 86.7 vs 61.0",
+        plan="xblock=1,chunk=4096,num_warps=16,cluster=8,exchange=push",
+    ),
+    Rule(
+        "softmax",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h100-slice-cache",
+        "4096x131072 97.1 vs 60.0; 8192x131072 98.4 vs 60.8",
+        plan="xblock=1,chunk=8192,num_warps=8,cluster=2,exchange=push",
+    ),
+    Rule(
+        "softmax",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h100-slice-cache",
+        "2048x262144 95.2 vs 58.8",
+        plan="xblock=1,chunk=4096,num_warps=4,cluster=16,exchange=push",
+    ),
+    Rule(
+        "sum",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h100-slice-cache",
+        "4096x131072 100.1 vs 65.5",
+        plan="xblock=1,chunk=8192,num_warps=8,cluster=4,exchange=push",
+    ),
+    Rule(
+        "sum",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h100-slice-cache",
+        "2048x262144 96.1 vs 64.3",
+        plan="xblock=1,chunk=8192,num_warps=16,cluster=4,row_cache=393216,exchange=push,maxnreg=64,prefetch=1",
+    ),
     # first, softmax's rows of 50257 and more from a survey of those rows alone (--ops softmax
     # --min-row 50257): a misaligned row cached by cp.async in align-rows' aligned chunks, its
     # statistics kept per lane through the loops (softmax-lanes)
@@ -231,24 +289,6 @@ RULES: tuple[Rule, ...] = (
         "8192x65536 99.7 vs 61.2",
         plan="xblock=1,chunk=8192,num_warps=8,cluster=2,exchange=push",
     ),
-    Rule(
-        "softmax",
-        262144,
-        524288,
-        "gluon",
-        "2026-11-27-h100-cp-async",
-        "4096x131072 96.7 vs 59.9; 8192x131072 96.9 vs 60.8",
-        plan="xblock=1,chunk=2048,num_warps=4,cluster=16,exchange=push",
-    ),
-    Rule(
-        "softmax",
-        524288,
-        2**62,
-        "gluon",
-        "2026-11-27-h100-cp-async",
-        "2048x262144 95.0 vs 58.8",
-        plan="xblock=1,chunk=4096,num_warps=4,cluster=16,exchange=push",
-    ),
     # LayerNorm's rows of 65536 and more from a survey of those rows alone (--ops layernorm
     # --min-row 65536), the pushed exchange and clusters of 2 among its cluster plans at every length
     Rule(
@@ -259,24 +299,6 @@ RULES: tuple[Rule, ...] = (
         "2026-11-27-h100-layernorm-clusters",
         "8192x65536 96.6 vs 63.3",
         plan="xblock=1,chunk=2048,num_warps=8,cluster=4,exchange=push",
-    ),
-    Rule(
-        "mean-var",
-        262144,
-        524288,
-        "gluon",
-        "2026-11-27-h100-layernorm-clusters",
-        "4096x131072 94.0 vs 65.4",
-        plan="xblock=1,chunk=4096,num_warps=16,cluster=4,exchange=push",
-    ),
-    Rule(
-        "mean-var",
-        524288,
-        2**62,
-        "gluon",
-        "2026-11-27-h100-layernorm-clusters",
-        "2048x262144 85.7 vs 61.0",
-        plan="xblock=1,chunk=4096,num_warps=16,cluster=8,exchange=push",
     ),
     # first, RMSNorm's rows of 16384 and more from a survey of those rows alone (--ops rmsnorm
     # --min-row 16384), the sums of a cluster CTA's chunks carried as one tile (accumulate's
@@ -315,24 +337,6 @@ RULES: tuple[Rule, ...] = (
         "2026-11-27-h100-chain-sums",
         "8192x65536 100.5 vs 70.2",
         plan="xblock=1,chunk=32768,num_warps=32,stream=true",
-    ),
-    Rule(
-        "sum",
-        262144,
-        524288,
-        "gluon",
-        "2026-11-27-h100-chain-sums",
-        "4096x131072 99.8 vs 66.2",
-        plan="xblock=1,chunk=8192,num_warps=8,cluster=4,exchange=push",
-    ),
-    Rule(
-        "sum",
-        524288,
-        2**62,
-        "gluon",
-        "2026-11-27-h100-chain-sums",
-        "2048x262144 90.5 vs 65.1",
-        plan="xblock=1,chunk=4096,num_warps=16,cluster=8",
     ),
     # first, LayerNorm's rows of 16384 and more from a survey of those rows alone (--ops layernorm
     # --min-row 16384), its Triton loops and cluster plans keeping their statistics per lane
@@ -1272,6 +1276,66 @@ def signature(kernel: Kernel) -> Signature:
 # the H100's, the surveys of one op's long rows, then the long rows' survey with `reverse` and
 # `stream` among its plans.
 H200_RULES: tuple[Rule, ...] = (
+    # first, the norms' rows of 131072 and more (--ops rmsnorm,layernorm --min-row 131072) with the
+    # H100's cluster candidates: slices of 128 KiB whole or three quarters cached (`row_cache`),
+    # the weight read a chunk ahead (`prefetch`: early-loads)
+    Rule(
+        "mean-var",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h200-slice-cache",
+        "4096x131072 78.4 vs 61.5",
+        plan="xblock=1,chunk=4096,num_warps=16,cluster=4,exchange=push",
+    ),
+    Rule(
+        "mean-var",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h200-slice-cache",
+        "2048x262144 74.9 vs 54.3",
+        plan="xblock=1,chunk=4096,num_warps=16,cluster=8,exchange=push",
+    ),
+    Rule(
+        "sum",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h200-slice-cache",
+        "4096x131072 92.0 vs 64.8",
+        plan="xblock=1,chunk=8192,num_warps=8,cluster=4,exchange=push",
+    ),
+    Rule(
+        "sum",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h200-slice-cache",
+        "2048x262144 89.1 vs 64.0",
+        plan="xblock=1,chunk=8192,num_warps=16,cluster=4,row_cache=393216,exchange=push,maxnreg=64,prefetch=1",
+    ),
+    # then the long rows of all three ops from rows of 131072 (--min-row 131072), the H100's
+    # one-CTA-an-SM slices, whole, and the weight read a chunk ahead, among the cluster plans:
+    # softmax's rules (the norms' are the survey above's)
+    Rule(
+        "softmax",
+        262144,
+        524288,
+        "gluon",
+        "2026-11-27-h200-early-loads",
+        "4096x131072 86.7 vs 46.7; 8192x131072 86.8 vs 47.5",
+        plan="xblock=1,chunk=2048,num_warps=8,cluster=8,exchange=push",
+    ),
+    Rule(
+        "softmax",
+        524288,
+        2**62,
+        "gluon",
+        "2026-11-27-h200-early-loads",
+        "2048x262144 85.1 vs 47.2",
+        plan="xblock=1,chunk=4096,num_warps=8,cluster=8,exchange=push",
+    ),
     # first, softmax's rows of 50257 and more from a survey of those rows alone (--ops softmax
     # --min-row 50257): a misaligned row cached by cp.async in align-rows' aligned chunks, its
     # statistics kept per lane through the loops (softmax-lanes)
@@ -1292,24 +1356,6 @@ H200_RULES: tuple[Rule, ...] = (
         "2026-11-27-h200-cp-async",
         "8192x65536 96.9 vs 46.9",
         plan="xblock=1,chunk=8192,num_warps=8,cluster=2,exchange=push",
-    ),
-    Rule(
-        "softmax",
-        262144,
-        524288,
-        "gluon",
-        "2026-11-27-h200-cp-async",
-        "4096x131072 86.8 vs 46.3; 8192x131072 87.6 vs 47.4",
-        plan="xblock=1,chunk=2048,num_warps=4,cluster=8,exchange=push",
-    ),
-    Rule(
-        "softmax",
-        524288,
-        2**62,
-        "gluon",
-        "2026-11-27-h200-cp-async",
-        "2048x262144 83.9 vs 46.6",
-        plan="xblock=1,chunk=8192,num_warps=8,cluster=8,exchange=push",
     ),
     # first, RMSNorm's rows of 16384 and more from a survey of those rows alone (--ops rmsnorm
     # --min-row 16384), the sums of a cluster CTA's chunks carried as one tile (accumulate's
@@ -1350,24 +1396,6 @@ H200_RULES: tuple[Rule, ...] = (
         "8192x65536 99.0 vs 68.7",
         plan="xblock=1,chunk=32768,num_warps=32,reverse=true,stream=true",
     ),
-    Rule(
-        "sum",
-        262144,
-        524288,
-        "gluon",
-        "2026-11-27-h200-chain-sums",
-        "4096x131072 92.4 vs 64.7",
-        plan="xblock=1,chunk=4096,num_warps=16,cluster=4,exchange=push",
-    ),
-    Rule(
-        "sum",
-        524288,
-        2**62,
-        "gluon",
-        "2026-11-27-h200-chain-sums",
-        "2048x262144 84.4 vs 62.9",
-        plan="xblock=1,chunk=8192,num_warps=16,cluster=8,exchange=push",
-    ),
     # first, LayerNorm's rows of 16384 and more from a survey of those rows alone (--ops layernorm
     # --min-row 16384), its Triton loops and cluster plans keeping their statistics per lane
     # (welford-lanes) where a thread holds at most 8 elements of a chunk
@@ -1396,24 +1424,6 @@ H200_RULES: tuple[Rule, ...] = (
         "2026-11-27-h200-welford-lanes",
         "8192x65536 80.2 vs 58.6",
         plan="xblock=1,chunk=8192,num_warps=32,reverse=true,stream=true",
-    ),
-    Rule(
-        "mean-var",
-        262144,
-        524288,
-        "gluon",
-        "2026-11-27-h200-welford-lanes",
-        "4096x131072 79.3 vs 61.7",
-        plan="xblock=1,chunk=4096,num_warps=16,cluster=4,exchange=push",
-    ),
-    Rule(
-        "mean-var",
-        524288,
-        2**62,
-        "gluon",
-        "2026-11-27-h200-welford-lanes",
-        "2048x262144 72.5 vs 54.0",
-        plan="xblock=1,chunk=4096,num_warps=16,cluster=8,exchange=push",
     ),
     Rule(
         "softmax",

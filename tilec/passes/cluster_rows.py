@@ -14,7 +14,10 @@ reading it again to write the output) into that form, planned:
   buffer of its own);
 - every row input the first loop reads is copied into shared memory up front, all K chunks in
   flight at once (`tile.async_copy`, a group a chunk), and read from there by every loop: a chunk
-  as its group lands in the first, again in the later ones;
+  as its group lands in the first, again in the later ones. With option `row_cache` (bytes of
+  the row, all its row inputs), only the first chunks of each slice that many bytes hold are
+  copied; every loop reads the rest from global memory (the later loops from L2), and each CTA's
+  shared memory shrinks so more CTAs share an SM;
 - after the first loop, each CTA's statistics (the loop's carried values) are gathered from the
   whole cluster (`tile.cluster_gather`) and combined in CTA order with the loop's own combine (the
   op that folds a chunk's part into the carried value: `tile.add`, `tile.softmax_combine`,
@@ -63,7 +66,9 @@ class DeclinedError(Exception):
 
 
 class ClusterRowsRewriter:
-    def __init__(self, kernel: Kernel, ctas: int, chunks: int, warps: int, exchange: str = "barriers") -> None:
+    def __init__(
+        self, kernel: Kernel, ctas: int, chunks: int, warps: int, exchange: str = "barriers", row_cache: int = 0
+    ) -> None:
         self.k = kernel
         self.C, self.K, self.W = ctas, chunks, warps
         self.exchange = exchange
@@ -74,6 +79,16 @@ class ClusterRowsRewriter:
         self.CH = n // (ctas * chunks)
         if self.CH & (self.CH - 1) or self.CH < 32:
             raise DeclinedError(f"a chunk of {self.CH} columns is not a power of two of 32 or more")
+        # the chunks of each CTA's slice copied into shared memory: all, or as many as `row_cache`
+        # bytes of the row (all its row inputs) hold, the first ones; the rest read from global
+        # memory by every loop (the later loops' reads from L2)
+        self.cached = chunks
+        if row_cache:
+            inputs = {id(ld.ptr): ld for ld in self.row_loads(self.loops[0])}
+            row_bytes = sum(_bytes(ld.result.type) for ld in inputs.values())
+            self.cached = min(chunks, row_cache // max(1, row_bytes * self.CH * ctas))
+            if self.cached < 1:
+                raise DeclinedError(f"a row cache of {row_cache} bytes holds no chunk of {self.CH} columns a CTA")
         spt = max(1, min(8, self.CH // (32 * warps)))
         cga = tuple((1 << i, 0) for i in range(ctas.bit_length() - 1))
         self.B = BlockedLayout((1, spt), (1, 32), (1, warps), (1, 0), cga)
@@ -247,7 +262,7 @@ class ClusterRowsRewriter:
             if load.other is not None:
                 raise DeclinedError("a row load gives masked-off elements a value (a copy makes them 0)")
         needed = set(backward_slice(loop.body, [v for ld in loads for v in (ld.offsets, ld.mask) if v is not None]))
-        for i in range(self.K):
+        for i in range(self.cached):
             saved = dict(self.map)
             self.map[id(loop.body.args[0])] = self.b.constant(i * self.CH, i32, name_hint="chunk_first")
             for op in loop.body.ops:
@@ -288,7 +303,7 @@ class ClusterRowsRewriter:
                 key = (id(op.ptr), i) if isinstance(op, LoadOp) else None
                 if isinstance(op, LoadOp) and key in self.buffers and self.same_access(op, key):
                     if first and not waited:
-                        self.b.create("tile.async_wait", pending=self.K - 1 - i)
+                        self.b.create("tile.async_wait", pending=self.cached - 1 - i)
                         waited = True
                     value = self.b.op(
                         "tile.smem_load",
@@ -388,10 +403,18 @@ def _same(a: Value, b: Value) -> bool:
     return len(oa.operands) == len(ob.operands) and all(_same(x, y) for x, y in zip(oa.operands, ob.operands))
 
 
-def cluster_rows(kernel: Kernel, ctas: int, chunks: int, warps: int, exchange: str = "barriers") -> str | None:
-    """Rewrites `kernel` into the cluster form; returns why not when it does not."""
+def _bytes(t: object) -> int:
+    dtype = getattr(t, "dtype", None)
+    return dtype.bits // 8 if isinstance(dtype, DType) else 0
+
+
+def cluster_rows(
+    kernel: Kernel, ctas: int, chunks: int, warps: int, exchange: str = "barriers", row_cache: int = 0
+) -> str | None:
+    """Rewrites `kernel` into the cluster form; returns why not when it does not. `row_cache` > 0:
+    at most that many bytes of the row cached (whole chunks of each CTA's slice, the first ones)."""
     try:  # the kernel's body is replaced only once the whole new one is built
-        ClusterRowsRewriter(kernel, ctas, chunks, warps, exchange).run()
+        ClusterRowsRewriter(kernel, ctas, chunks, warps, exchange, row_cache).run()
     except DeclinedError as e:
         return str(e)
     return None
@@ -404,14 +427,17 @@ class ClusterRows(Pass):
     chunks: int = 4
     warps: int = 4
     exchange: Literal["barriers", "push"] = "barriers"  # tile.cluster_gather's
+    row_cache: int = 0  # > 0: at most this many bytes of the row cached, the rest of each slice read again
     unchanged = "its row is not split across a cluster"
 
     def __post_init__(self) -> None:  # (a pipeline's parser reports it as the pass's option error)
         if self.ctas not in (2, 4, 8, 16) or self.chunks < 1 or self.warps not in (1, 2, 4, 8, 16, 32):
             raise ValueError("ctas must be 2, 4, 8 or 16, chunks at least 1, warps a power of two to 32")
+        if self.row_cache < 0:
+            raise ValueError(f"row_cache must be 0 (the whole row) or more bytes, got {self.row_cache}")
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
-            why = cluster_rows(kernel, self.ctas, self.chunks, self.warps, self.exchange)
+            why = cluster_rows(kernel, self.ctas, self.chunks, self.warps, self.exchange, self.row_cache)
             if why is not None:
                 self.remark(kernel, why)

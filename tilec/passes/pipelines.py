@@ -58,6 +58,10 @@ GLUON_DEFAULT = [
     "cse",  # and merges
     "fp32-at-use",  # after the last CSE (it would merge the copies): casts at each use, caches stay narrow
     "dce",  # what the rewrites left unused goes
+    # a cluster plan's `prefetch`: each chunk after the exchange reads its other inputs (a norm's
+    # weight) that many chunks ahead (after the last cse and dce: nothing merges the moved reads'
+    # index math back after them)
+    "early-loads",
     # last, once no pass moves or merges the reads any more: a CTA barrier between two reads of one
     # shared-memory buffer, or Triton's CSE would merge the second into the first and keep the row
     # in registers between phases
@@ -130,13 +134,13 @@ def gluon_form(
         "reread",
     ]
     if not pipelined:
-        return ",".join([*parts, "fp32-at-use,dce,separate-reads"])
+        return ",".join([*parts, "fp32-at-use,dce,early-loads,separate-reads"])
     if persistent:
         parts.append("persistent")
     parts.append("pipeline" if stages is None else f"pipeline{{stages={stages}}}")
     if specialize:
         parts.append("warp-specialize")
-    return ",".join([*parts, "canonicalize,cse,fp32-at-use,dce,separate-reads"])
+    return ",".join([*parts, "canonicalize,cse,fp32-at-use,dce,early-loads,separate-reads"])
 
 
 NAMED_PIPELINES["gluon-default"] = ",".join(GLUON_DEFAULT)

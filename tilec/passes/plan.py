@@ -75,6 +75,9 @@ ROW_CACHE = "row_cache"
 # read a row again run from its last chunk back; the rows written are stored evict-first
 REVERSE = "reverse"
 STREAM = "stream"
+# the kernel attribute a cluster plan's `prefetch` sets, which `early-loads` reads: the chunks
+# ahead whose other inputs (a norm's weight) each chunk of the later phases reads
+PREFETCH = "prefetch"
 
 # a banded kernel's pipelining: the row loads each SM keeps in flight (measured on the H100:
 # bench/results/2026-11-26-h100-mix-order), and the shared memory the stages may take (the H100's
@@ -216,7 +219,8 @@ class Plan(Pass):
     stages: int = 0  # a banded kernel's band loop: software pipelining depth (0: from the bytes in flight)
     in_flight: int = 0  # a banded kernel's row loads in flight per SM that size its stages (0: IN_FLIGHT)
     # > 0: at most this many bytes of a row block's input rows cached in shared memory, the rest read
-    # again (kernel attribute `row_cache`, which `split-rows` reads; a row that fits is cached whole)
+    # again (kernel attribute `row_cache`, which `split-rows` reads; a row that fits is cached whole).
+    # A cluster plan's: the first chunks of each CTA's slice, cluster-rows' `row_cache`
     row_cache: int = 0
     # the loops that read a row again run from its last chunk back (kernel attribute `reverse`),
     # and the rows written are stored evict-first (`stream`): both for `reread`, for rows whose
@@ -232,15 +236,27 @@ class Plan(Pass):
     # more CTAs share an SM than the registers the compiler takes would (softmax's cp.async cache of
     # a row of 50257 over 16 warps: 80 registers leave one CTA an SM where 104 KiB of cache allow two)
     maxnreg: int = 0
+    # > 0, a cluster plan: each of a CTA's chunks in the phases after the statistics reads its
+    # other inputs (not cached: a norm's weight, from L2) this many chunks early (kernel attribute
+    # `prefetch`, which `early-loads` reads), the first chunks' before the cluster's exchange
+    prefetch: int = 0
 
     def __post_init__(self) -> None:
         if self.maxnreg and not 24 <= self.maxnreg <= 256:
             raise ValueError(f"maxnreg must be 0 (no cap) or in 24..256, got {self.maxnreg}")
+        if self.prefetch < 0:
+            raise ValueError(f"prefetch must be 0 (none) or more chunks, got {self.prefetch}")
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
             if self.cluster > 1 and self.split_across_cluster(kernel):
+                if self.maxnreg:  # cluster-rows assigns the rest of the launch
+                    kernel.launch.maxnreg = self.maxnreg
+                if self.prefetch:
+                    kernel.attributes[PREFETCH] = self.prefetch
                 continue
+            if self.prefetch:
+                self.remark(kernel, f"prefetch={self.prefetch}: only a cluster plan's chunks read ahead")
             self.plan(kernel)
 
     def cluster_chunks(self, n: int | None) -> int:
@@ -258,7 +274,7 @@ class Plan(Pass):
                 kernel, f"cluster={self.cluster}: a row of {n} does not split into CTAs of chunks of {self.chunk}"
             )
             return False
-        why = cluster_rows(kernel, self.cluster, chunks, self.num_warps or 4, self.exchange)
+        why = cluster_rows(kernel, self.cluster, chunks, self.num_warps or 4, self.exchange, self.row_cache)
         if why is not None:
             self.remark(kernel, f"cluster={self.cluster}: {why}")
         return why is None

@@ -617,6 +617,9 @@ class Reuse(Pass):
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
+            if kernel.launch.num_ctas > 1:  # what a slice reads again past its cache is the plan's choice
+                self.remark(kernel, "a program of several CTAs caches its slices itself (the plan's row_cache)")
+                continue
             groups = find_groups(kernel)
             # in program order: a row's caches fill from its first chunks on
             position = {id(op): i for i, op in enumerate(kernel.walk())}
