@@ -64,14 +64,20 @@ def test_rows_of_131072_and_more_get_the_cluster_plans_they_split_into() -> None
     """From rows of 131072, on Hopper, the row split across a cluster in the forms the surveys
     measured best (`CLUSTER_PLANS`), each where the row splits into its CTAs and chunks with at
     most 32768 elements a CTA: all seven at 131072, the clusters of 8 and 16 at 262144, none at
-    rows that do not split (150000) or are shorter, nor without Hopper."""
+    rows that do not split (150000) or are shorter, nor without Hopper; and at 131072 and 262144
+    the clusters (of 2 and 4) whose CTAs hold 128 KiB slices, three quarters cached."""
     plans = {
         n: [autotune.split(c)[1] for c in candidates(hopper=True, forced=None, decline=True, n=n)]
         for n in (65536, 131072, 150000, 262144)
     }
     clustered = {n: [p for p in got if "cluster=" in p] for n, got in plans.items()}
-    assert clustered[131072] == autotune.CLUSTER_PLANS
-    assert clustered[262144] == [p for p in autotune.CLUSTER_PLANS if "cluster=4," not in p]
+    partly = {n: autotune.partly_cached_plan(n) for n in (131072, 262144)}
+    assert partly == {
+        131072: "xblock=1,chunk=8192,num_warps=16,cluster=2,row_cache=196608,exchange=push,maxnreg=64,prefetch=1",
+        262144: "xblock=1,chunk=8192,num_warps=16,cluster=4,row_cache=393216,exchange=push,maxnreg=64,prefetch=1",
+    }
+    assert clustered[131072] == [*autotune.CLUSTER_PLANS, partly[131072]]
+    assert clustered[262144] == [p for p in autotune.CLUSTER_PLANS if "cluster=4," not in p] + [partly[262144]]
     assert clustered[65536] == clustered[150000] == []
     assert not any("cluster=" in c for c in candidates(hopper=False, forced=None, decline=True, n=131072))
 

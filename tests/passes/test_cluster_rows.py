@@ -17,7 +17,7 @@ from profiles import examples
 from tilec import interp
 from tilec.emit.check import check_compile
 from tilec.emit.gluon import emit_gluon
-from tilec.inductor.autotune import CLUSTER_PLANS
+from tilec.inductor.autotune import CLUSTER_PLANS, partly_cached_plan
 from tilec.ir import Module, parse, print_module
 from tilec.passes import run_pipeline
 from tilec.passes.base import collecting_remarks
@@ -188,7 +188,7 @@ def test_a_partly_cached_slice_leaves_room_for_two_ctas_an_sm() -> None:
 FAMILIES = {"sum": "rmsnorm", "mean-var": "layernorm", "softmax": "softmax"}
 TABLE_PLANS = sorted(
     {(FAMILIES[r.family], r.lo // 2, r.plan) for t in TABLES.values() for r in t if "cluster=" in (r.plan or "")}
-    | {(op, 131072, plan) for op in OPS for plan in CLUSTER_PLANS}
+    | {(op, 131072, plan) for op in OPS for plan in [*CLUSTER_PLANS, partly_cached_plan(131072)]}
 )
 
 

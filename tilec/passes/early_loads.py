@@ -90,7 +90,7 @@ def load_early(kernel: Kernel, distance: int) -> int:
             continue
         # the load and what it needs that is computed after its new place, in program order
         needed = [op for op in backward_slice(kernel.body, list(load.operands)) if ops.index(op) >= place]
-        if any(not op.is_pure for op in needed):
+        if any(not op.is_pure or op is anchor for op in needed):  # (it would have to precede itself)
             continue
         for op in [*needed, load]:
             ops.remove(op)
