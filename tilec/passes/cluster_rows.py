@@ -84,8 +84,10 @@ class ClusterRowsRewriter:
         # memory by every loop (the later loops' reads from L2)
         self.cached = chunks
         if row_cache:
-            inputs = {id(ld.ptr): ld for ld in self.row_loads(self.loops[0])}
-            row_bytes = sum(_bytes(ld.result.type) for ld in inputs.values())
+            inputs = {id(ld.ptr): ld.result.type for ld in self.row_loads(self.loops[0])}
+            row_bytes = sum(
+                t.dtype.bytes for t in inputs.values() if isinstance(t, TileType) and isinstance(t.dtype, DType)
+            )
             self.cached = min(chunks, row_cache // max(1, row_bytes * self.CH * ctas))
             if self.cached < 1:
                 raise DeclinedError(f"a row cache of {row_cache} bytes holds no chunk of {self.CH} columns a CTA")
@@ -401,11 +403,6 @@ def _same(a: Value, b: Value) -> bool:
     if oa.regions or ob.regions or "reads" in oa.traits:
         return False
     return len(oa.operands) == len(ob.operands) and all(_same(x, y) for x, y in zip(oa.operands, ob.operands))
-
-
-def _bytes(t: object) -> int:
-    dtype = getattr(t, "dtype", None)
-    return dtype.bits // 8 if isinstance(dtype, DType) else 0
 
 
 def cluster_rows(
