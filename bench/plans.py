@@ -57,7 +57,7 @@ from bench import (
     reference,
     warm_up,
 )
-from tilec.inductor.autotune import LONG_ROW
+from tilec.inductor.autotune import LONG_ROW, SLICE_BYTES
 from tilec.passes.pipelines import with_plan
 
 OPS = ("rmsnorm", "layernorm", "softmax")
@@ -151,7 +151,8 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
         # early-loads): RMSNorm 2048x262144 95.7% of a copy against 94.1 in a probe on the H100
         # (bench/results/2026-11-27-h100-early-loads)
         if n >= 131072:
-            ctas = n * 2 // 131072
+            ctas = n * 2 // SLICE_BYTES
+            cache = n * 2 * 3 // 4  # three quarters of the row's bytes (below)
             for w in (8, 16):
                 for c in (8192, 16384):
                     if ctas <= 4 and n % (ctas * c) == 0 and 2 <= n // (ctas * c) <= 8:
@@ -162,7 +163,6 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
                         # and three quarters of the slice cached (`row_cache`, bytes of the row),
                         # the last quarter read again from L2: 96 KiB a CTA, two CTAs an SM (16
                         # warps capped at 64 registers a thread so the registers allow two)
-                        cache = n * 2 * 3 // 4
                         cap = "-reg64" if w == 16 else ""
                         cached = f"{options},row_cache={cache},exchange=push" + (",maxnreg=64" if cap else "")
                         found[f"gluon-cl{ctas}-c{c}-w{w}-k{cache}-push{cap}"] = ("gluon", cached)

@@ -672,12 +672,15 @@ def test_long_rows_take_the_plan_measured_best(name: str, rows: int, cols: int, 
     clusters of 16's 96.9), before all."""
     choice = choose(meta_kernel(name, rows, cols).kernel, hopper=True)
     assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (expected, plan), choice
-    run = {
-        "rmsnorm": "chain-sums",
-        "layernorm": "welford-lanes" if cols < 65536 else "layernorm-clusters",
-        "softmax": "long-rows" if cols < 50257 else "cp-async",
-    }[name]
-    run = "slice-cache" if cols >= 131072 else run
+    run = (
+        "slice-cache"
+        if cols >= 131072
+        else {
+            "rmsnorm": "chain-sums",
+            "layernorm": "welford-lanes" if cols < 65536 else "layernorm-clusters",
+            "softmax": "long-rows" if cols < 50257 else "cp-async",
+        }[name]
+    )
     assert f"2026-11-27-h100-{run}" in choice.reason
 
 

@@ -126,10 +126,11 @@ def test_a_row_split_across_a_cluster_computes_the_op(
     assert len(slices) == (chunks * cached_quarters // 4 if row_cache else chunks)
     assert kernel.launch.num_ctas == ctas and kernel.attributes["cluster"] == ctas
     assert {o.attr("exchange") for o in kernel.walk() if o.name == "tile.cluster_gather"} == {exchange}
-    if through_plan and prefetch and op != "softmax":  # a weight's read ahead of the gather
-        names = [o.name for o in kernel.body.ops]
-        first_weight = next(i for i, o in enumerate(kernel.body.ops) if o.name == "tile.load")
-        assert first_weight < names.index("tile.cluster_gather")
+    if through_plan and op != "softmax":  # the weight's first read: ahead of the gather with prefetch
+        ops, weight = kernel.body.ops, kernel.param("in_ptr1")
+        first_weight = next(i for i, o in enumerate(ops) if o.name == "tile.load" and o.operands[0] is weight)
+        gather = next(i for i, o in enumerate(ops) if o.name == "tile.cluster_gather")
+        assert (first_weight < gather) == bool(prefetch)
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(rows, cols, generator=g).bfloat16()
     w, b = torch.randn(cols, generator=g).bfloat16(), torch.randn(cols, generator=g).bfloat16()

@@ -51,11 +51,7 @@ from tilec.passes.rewrite import backward_slice
 
 def written_pointers(kernel: Kernel) -> set[int]:
     """The values any op writes through (its first operand): stores, atomics, copies out."""
-    return {
-        id(op.operands[0])
-        for op in kernel.walk()
-        if op.operands and not op.is_pure and "reads" not in op.traits and op.name != "tile.smem_alloc"
-    }
+    return {id(op.operands[0]) for op in kernel.walk() if op.operands and not op.is_pure and "reads" not in op.traits}
 
 
 def load_early(kernel: Kernel, distance: int) -> int:
@@ -72,7 +68,7 @@ def load_early(kernel: Kernel, distance: int) -> int:
         if isinstance(op, SmemLoadOp) and id(op.buf) not in seen:
             seen.add(id(op.buf))
             starts.append(op)
-    if starts and after:
+    if starts:
         starts[0] = after[0]  # the first chunk starts right after the exchange
     written = written_pointers(kernel)
     loads = [

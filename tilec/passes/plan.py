@@ -250,14 +250,14 @@ class Plan(Pass):
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
             if self.cluster > 1 and self.split_across_cluster(kernel):
-                if self.maxnreg:  # cluster-rows assigns the rest of the launch
-                    kernel.launch.maxnreg = self.maxnreg
                 if self.prefetch:
                     kernel.attributes[PREFETCH] = self.prefetch
-                continue
-            if self.prefetch:
-                self.remark(kernel, f"prefetch={self.prefetch}: only a cluster plan's chunks read ahead")
-            self.plan(kernel)
+            else:
+                if self.prefetch:
+                    self.remark(kernel, f"prefetch={self.prefetch}: only a cluster plan's chunks read ahead")
+                self.plan(kernel)
+            if self.maxnreg:  # either form's launch
+                kernel.launch.maxnreg = self.maxnreg
 
     def cluster_chunks(self, n: int | None) -> int:
         """The chunks of `chunk` elements of each CTA's slice when rows of `n` elements split across
@@ -401,8 +401,6 @@ class Plan(Pass):
             if stages > 1:
                 band.attributes["stages"] = stages
         kernel.launch.num_warps = warps
-        if self.maxnreg:
-            kernel.launch.maxnreg = self.maxnreg
         if self.row_cache > 0:
             kernel.attributes[ROW_CACHE] = self.row_cache
         for name, on in ((REVERSE, self.reverse), (STREAM, self.stream)):

@@ -520,8 +520,6 @@ def cache_by_async_copy(kernel: Kernel, group: Group, budget: int) -> str | None
     loop, load = group.loops[0], group.first
     if loop.parent is not kernel.body:
         return "the first load is nested below the kernel's top level (the copies are issued there)"
-    if kernel.launch.num_ctas != 1:
-        return "a cluster's CTAs fill their own caches"
     t = load.result.type
     assert isinstance(t, TileType)
     if not all(isinstance(n, int) for n in t.shape):
