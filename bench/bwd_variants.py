@@ -9,14 +9,19 @@ is the plan's default), or the error of a variant that did not compile.
     python bench/bwd_variants.py 16384x8192,8192x4096 ";stages=2;stages=4;xblock=2;bands=264" > variants.jsonl
     python bench/bwd_variants.py 4096x2048 "bands=132;bands=264" add_rmsnorm_bwd,add_rmsnorm_mlp_bwd
     python bench/bwd_variants.py 4096x16384 ";band-chunks{chunk=0}"    # another pass's options
+    python bench/bwd_variants.py 4096x32768 "num_warps=32;num_warps=32+band-chunks{chunk=4096}" --fuse-to 32768
 
-A variant is the plan's options, or `pass{options}` for another pass of the Triton pipeline.
+A variant is the plan's options, or `pass{options}` for another pass of the Triton pipeline, or
+several of these joined by "+". `--fuse-to N`: the GPU's range of shapes tilec fuses
+(`chooser.MIX_ORDER_FUSIONS`) reaches rows of N elements in this process (the data for
+widening it).
 
 The third argument names the backward ops (`tilec bench --bwd`'s; default: rmsnorm_bwd,layernorm_bwd).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -31,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tilec
 from bench import BACKWARD, FUNCTIONS, gradients, make_inputs, model_bytes, parse_shapes
+from tilec.passes import chooser
 from tilec.passes.pipelines import with_options, with_plan
 from tilec.runtime.timing import device_ms
 
@@ -68,6 +74,12 @@ def measure(shapes: list[tuple[int, int]], ops: Sequence[str], variants: dict[st
 
 
 def main(argv: list[str]) -> int:
+    if "--fuse-to" in argv:
+        at = argv.index("--fuse-to")
+        widest = int(argv[at + 1])
+        argv = argv[:at] + argv[at + 2 :]
+        for gpu, fusion in list(chooser.MIX_ORDER_FUSIONS.items()):
+            chooser.MIX_ORDER_FUSIONS[gpu] = dataclasses.replace(fusion, max_row=max(fusion.max_row, widest))
     variants = argv[1].split(";") if len(argv) > 1 else [""]
     ops = argv[2].split(",") if len(argv) > 2 else OPS
     unknown = [op for op in ops if op not in BACKWARD]
@@ -76,12 +88,11 @@ def main(argv: list[str]) -> int:
         return 2
     tilec.install()
 
-    def tilec_with(options: str) -> AbstractContextManager[object]:
-        other = re.fullmatch(r"([a-z-]+)\{(.*)\}", options)
-        if other:
-            triton = with_options("triton-default", other[1], other[2])
-        else:
-            triton = with_plan("triton-default", options) if options else "triton-default"
+    def tilec_with(variant: str) -> AbstractContextManager[object]:
+        triton = "triton-default"
+        for options in filter(None, variant.split("+")):
+            other = re.fullmatch(r"([a-z-]+)\{(.*)\}", options)
+            triton = with_options(triton, other[1], other[2]) if other else with_plan(triton, options)
         pipes = {**tilec.config.pipelines, "triton": triton}
         return tilec.config.patch(enabled=True, emitter="triton", decline=False, autotune=False, pipelines=pipes)
 

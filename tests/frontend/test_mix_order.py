@@ -188,7 +188,12 @@ def run_chain(
         if "RSPLIT" not in kernel.constexprs:
             given = {k: v for k, v in {"XBLOCK": 4, "RBLOCK": 64}.items() if kernel.constexprs.get(k, 0) is None}
         bound = ",".join(f"{k}={v}" for k, v in given.items())
-        run_pipeline(module, f"specialize{{{bound}}},{pipeline}" if bound else pipeline)
+        first, rest = "", pipeline
+        if pipeline.startswith("band-chunks{"):  # before the bands are bound, as in the Triton pipeline
+            end = pipeline.index("}") + 1
+            first, rest = pipeline[:end], pipeline[end:].lstrip(",")
+            run_pipeline(module, first)
+        run_pipeline(module, ",".join(filter(None, [f"specialize{{{bound}}}" if bound else "", rest])))
         kernel = module.kernels[0]
         args: list[torch.Tensor] = []
         programs = 1
@@ -356,6 +361,31 @@ def test_tilec_fuses_a_norm_backward_where_its_banded_kernel_measured_faster(m: 
             assert torch._inductor.scheduler.MixOrderReduction.__dict__["can_fuse"] is not original
         assert torch._inductor.scheduler.MixOrderReduction.__dict__["can_fuse"] is original
         assert banded(capture(gm, inputs, strict=True)) is None  # without tilec's answer: stock's
+
+
+def test_a_range_past_rows_of_16384_has_them_fused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stock refuses a mix-order reduction over rows past 16384 whatever its size checks (its
+    persistent row reduction); tilec's fusion answers that check yes and the GPU's range decides,
+    as for every size: with the H100's range
+    widened to 32768 (as `bench/bwd_variants.py --fuse-to` does, for measuring), RMSNorm's backward
+    at 4096x32768 is one banded kernel, whose 32768 column sums band-chunks takes in four chunks;
+    with the committed range (to 16384) it stays apart."""
+    import dataclasses
+
+    from tilec.dump import table_fusion
+    from tilec.passes import chooser
+
+    gm, inputs = backward_graph(4096, 32768)
+    assert banded(capture(gm, inputs, strict=True, fuse=table_fusion)) is None
+    gpu = "NVIDIA H100 80GB HBM3"
+    monkeypatch.setitem(
+        chooser.MIX_ORDER_FUSIONS, gpu, dataclasses.replace(chooser.MIX_ORDER_FUSIONS[gpu], max_row=32768)
+    )
+    k = banded(capture(gm, inputs, strict=True, fuse=table_fusion))
+    assert k is not None and k.result.kernel.constexprs["RBLOCK"] == 32768
+    module = parse(print_kernel(k.result.kernel))
+    run_pipeline(module, "triton-default")
+    assert module.kernels[0].attributes["band_chunks"] == 4
 
 
 @pytest.mark.parametrize(

@@ -90,7 +90,11 @@ def _fuses(cls: Any, stock: Any, node1: Any, node2: Any) -> bool:
     decide = getattr(getattr(backend, "_triton_scheduling", backend), "mix_order_fusion", None)
     if decide is None:
         return False
-    with ic.patch({"triton.mix_order_reduction_non_strict_mode": True}), _square_orders(cls):
+    with (
+        ic.patch({"triton.mix_order_reduction_non_strict_mode": True}),
+        _square_orders(cls),
+        _long_rows(V.graph.sizevars),
+    ):
         if not stock(node1, node2):
             return False
     contiguous = node1 if cls.is_contiguous_node(node1) else node2
@@ -102,6 +106,36 @@ def _fuses(cls: Any, stock: Any, node1: Any, node2: Any) -> bool:
     if len(sizes) != 1:
         return False
     return bool(decide(device, int(nrow), int(ncol), sizes.pop()))
+
+
+# The row length past which stock's `can_fuse` refuses a mix-order reduction whatever its size
+# checks ("rnumel so large that we will not generate persistent reduction"), and its question.
+PERSISTENT_ROW = 1024 * 16
+
+
+@contextlib.contextmanager
+def _long_rows(sizevars: Any) -> Iterator[None]:
+    """Stock's row-length check (`statically_known_leq(ncol, 16384)`, the one size check
+    `non_strict_mode` leaves) answered yes for a longer static row, which the banded kernel takes
+    in chunks (`band-chunks`): the GPU's range (`mix_order_fusion`) decides next, as for every
+    size. Every other question gets stock's answer."""
+    stock_leq = sizevars.statically_known_leq
+    own = "statically_known_leq" in vars(sizevars)
+
+    def leq(left: Any, right: Any) -> bool:
+        static = getattr(left, "is_number", isinstance(left, int))
+        if right == PERSISTENT_ROW and static and int(left) > PERSISTENT_ROW:
+            return True
+        return bool(stock_leq(left, right))
+
+    sizevars.statically_known_leq = leq
+    try:
+        yield
+    finally:
+        if own:
+            sizevars.statically_known_leq = stock_leq
+        else:
+            del sizevars.statically_known_leq
 
 
 @contextlib.contextmanager

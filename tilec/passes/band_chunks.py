@@ -130,8 +130,8 @@ def chunk_band(kernel: Kernel, chunk: int, column_elems: int = 0) -> str | None:
     # the column sums of chunks 1.. are carried as more band arguments (chunk 0 keeps the first)
     s = len(band.iter_args)
     chunk_args: list[list[Value]] = [list(band.iter_args)]
-    for c in range(1, n):
-        chunk_args.append([band.body.add_arg(a.type, f"{a.name_hint}_chunk{c}") for a in band.iter_args])
+    for c in range(1, n):  # (the first chunk's arguments: `band.iter_args` grows as they are added)
+        chunk_args.append([band.body.add_arg(a.type, f"{a.name_hint}_chunk{c}") for a in chunk_args[0]])
     kernel.constexprs["RBLOCK"] = chunk
     for lp in loops:
         if lp is columns:
