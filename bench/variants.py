@@ -5,6 +5,12 @@ ceiling; stock Inductor (default and max-autotune) for reference. Tuning data fo
 chooser; no torch.compile in the timed path.
 
     python bench/variants.py [--ops rmsnorm,softmax] [--shapes 8192x4096,...] [--variants NAME,...] [--out DIR]
+    python bench/variants.py --ops layernorm --shapes 2048x262144 --variants "" \
+        --plans "xblock=1,chunk=4096,num_warps=16,cluster=8;...,prefetch=1" --no-stock
+
+`--plans`: plans of the Gluon pipeline (`plan` pass options, ";" between plans), each a variant
+named `gluon:OPTIONS` (`--triton-plans`: the Triton pipeline's, `triton:OPTIONS`). `--no-stock`
+leaves out stock Inductor's two kernels (max-autotune compiles long rows for minutes).
 """
 
 from __future__ import annotations
@@ -77,7 +83,15 @@ def arguments(lowered: Any, inputs: list[Any]) -> tuple[list[Any], dict[str, Any
     return args, outs
 
 
-def run(ops: list[str], shapes: list[tuple[int, int]], variants: list[str], out: Path) -> None:
+def pipeline_of(name: str) -> str:
+    """A variant's pipeline: a name of VARIANTS, or `gluon:OPTIONS` / `triton:OPTIONS` (a plan)."""
+    emitter, _, options = name.partition(":")
+    if options and emitter in ("gluon", "triton"):
+        return with_plan(f"{emitter}-default", options)
+    return VARIANTS[name]
+
+
+def run(ops: list[str], shapes: list[tuple[int, int]], variants: list[str], out: Path, stock: bool = True) -> None:
     import torch
 
     from tilec.emit.gluon import emit_gluon
@@ -125,7 +139,7 @@ def run(ops: list[str], shapes: list[tuple[int, int]], variants: list[str], out:
                 rec: dict[str, Any] = {"op": op, "m": m, "n": n, "variant": name}
                 try:
                     module = parse(text)
-                    run_pipeline(module, VARIANTS[name])
+                    run_pipeline(module, pipeline_of(name))
                     k = module.kernels[0]
                     src = emit_triton(k).source if name.startswith("triton") else emit_gluon(k).source
                     t0 = time.perf_counter()
@@ -150,6 +164,8 @@ def run(ops: list[str], shapes: list[tuple[int, int]], variants: list[str], out:
                 jl.write(json.dumps(rec) + "\n")
                 jl.flush()
             # the stock kernel through torch.compile, for reference
+            if not stock:
+                continue
             try:
                 import tilec
 
@@ -173,9 +189,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ops", default="rmsnorm,layernorm,softmax")
     p.add_argument("--shapes", type=parse_shapes, default=parse_shapes("32768x512,8192x4096,4096x16384,8192x65536"))
     p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--plans", default="", help="Gluon plans (plan options), ';' between them")
+    p.add_argument("--triton-plans", default="", help="Triton plans (plan options), ';' between them")
+    p.add_argument("--no-stock", action="store_true", help="leave out stock Inductor's kernels")
     p.add_argument("--out", default="bench-out")
     a = p.parse_args(argv)
-    run(a.ops.split(","), a.shapes, a.variants.split(","), Path(a.out))
+    variants = [v for v in a.variants.split(",") if v]
+    variants += [f"gluon:{o}" for o in a.plans.split(";") if o]
+    variants += [f"triton:{o}" for o in a.triton_plans.split(";") if o]
+    run(a.ops.split(","), a.shapes, variants, Path(a.out), stock=not a.no_stock)
     return 0
 
 
