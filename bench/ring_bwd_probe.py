@@ -1,0 +1,195 @@
+"""A probe: RMSNorm's backward over long rows as one persistent Gluon kernel, its row cached in a
+ring of shared-memory chunks that is also the next row's prefetch. Each of P programs (one an SM)
+owns rows pid, pid + P, ...; its weight's slice sits in shared memory (copied once), and dW's
+column sums in registers (fp32, one tile a chunk) across its rows. Per row: the statistic
+sum(dy·w·x) over the chunks as their copies land (cp.async, a group a chunk), then dx and the
+column sums chunk by chunk from shared memory, each chunk's slot refilled with the next row's
+chunk (after a CTA barrier) as soon as it is read: x and dy come from HBM once, and the next row
+streams in while this one is finished. The column sums go to a P x N fp32 workspace a torch sum
+adds up. Hand-written, not a tilec form: whether the one-pass backward reaches issue [backward]'s
+85% of a copy at rows of 32768 without a cluster (past that, dW's sums outgrow one CTA's
+registers). Device time, cold L2 (triton.testing.do_bench), % of a copy of the model bytes
+(3·M·N·2), beside torch.compile of the same formula.
+
+    python bench/ring_bwd_probe.py 4096x32768,8192x32768,4096x16384 [rms,ln]    # JSON lines, also $OUT/ring_bwd.jsonl
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def kernel_source(n: int, chunk: int, warps: int, op: str = "rms") -> str:
+    """The kernel for rows of `n` in chunks of `chunk` over `warps` warps, unrolled over the
+    chunks: RMSNorm's backward (`op` "rms": dW) or LayerNorm's ("ln": the saved mean too; dW, and
+    dB in the workspace's rows P to 2P - 1)."""
+    ln = op == "ln"
+    k = n // chunk
+    spt = chunk // (32 * warps)
+    assert k * chunk == n and spt * 32 * warps == chunk and spt >= 1
+    sums = ["dw", "db"] if ln else ["dw"]
+    lines = [
+        "import triton",
+        "from triton.experimental import gluon",
+        "from triton.experimental.gluon import language as gl",
+        "from triton.experimental.gluon.language.nvidia.ampere import async_copy",
+        "",
+        f"L = gl.constexpr(gl.BlockedLayout([{spt}], [32], [{warps}], [0]))",
+        "S = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [0]))",
+        "",
+        "",
+        "@gluon.jit",
+        "def ring_bwd(X, DY, W, RSTD, DX, WS, M, P, MEAN):",
+        "    pid = gl.program_id(0)",
+        f"    cols = gl.arange(0, {chunk}, layout=L)",
+    ]
+    for c in range(k):
+        lines += [
+            f"    w{c} = gl.allocate_shared_memory(gl.bfloat16, [{chunk}], S)",
+            f"    x{c} = gl.allocate_shared_memory(gl.bfloat16, [{chunk}], S)",
+            f"    dy{c} = gl.allocate_shared_memory(gl.bfloat16, [{chunk}], S)",
+            f"    async_copy.async_copy_global_to_shared(w{c}, W + {c * chunk} + cols)",
+        ]
+        lines += [f"    {a}{c} = gl.zeros([{chunk}], gl.float32, layout=L)" for a in sums]
+    lines += ["    async_copy.commit_group()", "    okc = (cols * 0 + pid) < M"]
+    for c in range(k):
+        at = f"pid.to(gl.int64) * {n} + {c * chunk} + cols, mask=okc)"
+        lines += [
+            f"    async_copy.async_copy_global_to_shared(x{c}, X + {at}",
+            f"    async_copy.async_copy_global_to_shared(dy{c}, DY + {at}",
+            "    async_copy.commit_group()",
+        ]
+    lines += ["    trips = (M - pid + P - 1) // P", "    for i in range(0, trips):", "        r = pid + i * P"]
+    lines += [f"        base = r.to(gl.int64) * {n}", f"        nxt = base + P * {n}"]
+    lines += ["        more = (cols * 0 + r + P) < M", "        rstd = gl.load(RSTD + r)"]
+    lines += [f"        acc = gl.zeros([{chunk}], gl.float32, layout=L)"]
+    if ln:
+        lines += ["        mean = gl.load(MEAN + r)", f"        acc1 = gl.zeros([{chunk}], gl.float32, layout=L)"]
+    for c in range(k):
+        lines += [f"        async_copy.wait_group({k - 1 - c})"]
+        lines += [f"        g = dy{c}.load(L).to(gl.float32) * w{c}.load(L).to(gl.float32)"]
+        if ln:
+            lines += ["        acc1 += g", f"        acc += g * (x{c}.load(L).to(gl.float32) - mean)"]
+        else:
+            lines += [f"        acc += g * x{c}.load(L).to(gl.float32)"]
+    if ln:
+        lines += [f"        m1 = gl.sum(acc1, 0) / {n}", f"        m2 = gl.sum(acc, 0) * rstd / {n}"]
+    else:
+        lines += [f"        s = gl.sum(acc, 0) * rstd * rstd * rstd / {n}"]
+    for c in range(k):
+        lines += [f"        xv = x{c}.load(L).to(gl.float32)", f"        dyv = dy{c}.load(L).to(gl.float32)"]
+        lines += [f"        g = dyv * w{c}.load(L).to(gl.float32)"]
+        if ln:
+            lines += [
+                "        xh = (xv - mean) * rstd",
+                "        dx = rstd * (g - m1 - xh * m2)",
+                f"        dw{c} += dyv * xh",
+                f"        db{c} += dyv",
+            ]
+        else:
+            lines += ["        dx = rstd * g - xv * s", f"        dw{c} += dyv * xv * rstd"]
+        lines += [
+            f"        gl.store(DX + base + {c * chunk} + cols, dx.to(gl.bfloat16))",
+            "        gl.thread_barrier()",
+            f"        async_copy.async_copy_global_to_shared(x{c}, X + nxt + {c * chunk} + cols, mask=more)",
+            f"        async_copy.async_copy_global_to_shared(dy{c}, DY + nxt + {c * chunk} + cols, mask=more)",
+            "        async_copy.commit_group()",
+        ]
+    lines += ["    async_copy.wait_group(0)"]
+    for j, a in enumerate(sums):
+        lines += [f"    gl.store(WS + ({j} * P + pid) * {n} + {c * chunk} + cols, {a}{c})" for c in range(k)]
+    return "\n".join(lines) + "\n"
+
+
+def load(source: str) -> Any:
+    """The kernel of `source` (written to a file: Gluon reads a kernel's source from it)."""
+    path = Path(tempfile.mkdtemp(prefix="ring-bwd-")) / "ring_bwd_kernel.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("ring_bwd_kernel", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ring_bwd
+
+
+def main(argv: list[str]) -> int:
+    import torch
+    import triton
+    from column_sums_probe import ref_ln, ref_rms
+
+    out = (Path(os.environ.get("OUT", ".")) / "ring_bwd.jsonl").open("a")
+    shapes = [tuple(map(int, s.split("x"))) for s in argv[0].split(",")]
+    ops = argv[1].split(",") if len(argv) > 1 else ["rms", "ln"]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    stock = {"rms": torch.compile(ref_rms), "ln": torch.compile(ref_ln)}
+    for m, n in shapes:
+        torch.manual_seed(0)
+        x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+        dy = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+        mean = x.float().mean(1)
+        rstd = {
+            "rms": torch.rsqrt(x.float().pow(2).mean(1) + 1e-6),
+            "ln": torch.rsqrt(x.float().var(1, unbiased=False) + 1e-6),
+        }
+        src = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        dst = torch.empty_like(src)
+        copy_ms = triton.testing.do_bench(lambda src=src, dst=dst: dst.copy_(src), return_mode="median")
+        dx = torch.empty_like(x)
+        for op in ops:
+            args = (x, w, dy, rstd[op]) if op == "rms" else (x, w, dy, mean, rstd[op])
+            want = ref_rms(*args) if op == "rms" else ref_ln(*args)
+
+            def rec(
+                variant: str, fn: Any, op: str = op, want: Any = want, m: int = m, n: int = n, copy_ms: float = copy_ms
+            ) -> None:
+                r: dict[str, Any] = {"op": f"{op}_bwd", "m": m, "n": n, "variant": variant}
+                try:
+                    got = fn()
+                    torch.cuda.synchronize()
+                    r["ok"] = all(
+                        bool(torch.allclose(a.float(), b.float(), atol=5e-2, rtol=2e-2)) for a, b in zip(got, want)
+                    )
+                    ms = triton.testing.do_bench(fn, return_mode="median")
+                    r.update(us=round(ms * 1e3, 1), pct=round(150 * copy_ms / ms, 1))
+                except Exception as e:
+                    r["error"] = str(e)[-300:]
+                print(json.dumps(r), flush=True)
+                out.write(json.dumps(r) + "\n")
+
+            rec("stock", lambda op=op, args=args: stock[op](*args))
+            for chunk, warps in ((4096, 16), (2048, 8), (4096, 8), (2048, 16), (4096, 32)):
+                if n % chunk or chunk < 32 * warps:
+                    continue
+                ws = torch.empty(2 * sms, n, device="cuda", dtype=torch.float32)
+                try:
+                    kernel = load(kernel_source(n, chunk, warps, op))
+                except Exception as e:
+                    print(json.dumps({"variant": f"c{chunk}-w{warps}", "error": str(e)[-300:]}), flush=True)
+                    continue
+
+                def run(
+                    kernel: Any = kernel,
+                    ws: Any = ws,
+                    warps: int = warps,
+                    a: Any = (x, dy, w, rstd[op], dx, mean),
+                    op: str = op,
+                ) -> Any:
+                    kernel[(sms,)](*a[:5], ws, a[0].shape[0], sms, a[5], num_warps=warps)
+                    sums = ws.view(2, sms, -1).sum(1).to(a[2].dtype)
+                    return (a[4], sums[0]) if op == "rms" else (a[4], sums[0], sums[1])
+
+                rec(f"c{chunk}-w{warps}", run)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
