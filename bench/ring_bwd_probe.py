@@ -12,6 +12,9 @@ registers). Device time, cold L2 (triton.testing.do_bench), % of a copy of the m
 (3·M·N·2), beside torch.compile of the same formula.
 
     python bench/ring_bwd_probe.py 4096x32768,8192x32768,4096x16384 [rms,ln]    # JSON lines, also $OUT/ring_bwd.jsonl
+
+tilec's own form (the `gluon-ring` pipeline, `band-ring`) is timed beside the hand-written kernel,
+checked against the backward graph itself (`RING_HAND=0`: tilec's alone).
 """
 
 from __future__ import annotations
@@ -120,6 +123,138 @@ def load(source: str) -> Any:
     return module.ring_bwd
 
 
+def backward_graph(op: str, m: int, n: int) -> Any:
+    """RMSNorm's ("rms") or LayerNorm's ("ln") backward graph as AOT autograd partitions it for
+    Inductor, traced on the meta device (the decompositions take their GPU branches)."""
+    import torch
+    from torch._functorch.aot_autograd import aot_module_simplified
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    from torch._inductor.decomposition import select_decomp_table
+
+    graphs: dict[str, Any] = {}
+
+    def backend(gm: Any, example_inputs: Any) -> Any:
+        def keep(g: Any, _: Any) -> Any:
+            graphs["backward"] = g
+            return g
+
+        return aot_module_simplified(
+            gm,
+            example_inputs,
+            fw_compiler=lambda g, _: g,
+            bw_compiler=keep,
+            partition_fn=min_cut_rematerialization_partition,
+            decompositions=select_decomp_table(),
+        )
+
+    def rms(x: Any, w: Any) -> Any:
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * w
+
+    def ln(x: Any, w: Any, b: Any) -> Any:
+        return torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, 1e-6)
+
+    torch._dynamo.reset()
+    meta = {"dtype": torch.bfloat16, "device": "meta", "requires_grad": True}
+    weights = [torch.empty(n, **meta) for _ in range(2 if op == "ln" else 1)]
+    out = torch.compile(rms if op == "rms" else ln, backend=backend, fullgraph=True)(
+        torch.empty(m, n, **meta), *weights
+    )
+    out.backward(torch.ones_like(out))
+    torch._dynamo.reset()
+    return graphs["backward"]
+
+
+def tilec_ring(
+    op: str, m: int, n: int, plan: str, device: str = "cuda", pipeline: str = "gluon-ring", launcher: Any = None
+) -> dict[str, Any]:
+    """tilec's `gluon-ring` form of the op's fused backward (Inductor's mix-order kernel, fused
+    whatever the row length), with `plan` on its plan pass: emitted, run against the backward graph
+    itself (dx and each weight gradient) and timed with the workspace's sums. `launcher(kernel)`
+    (tilec's interpreter, say, with `device` "cpu") stands in for the emitted kernel's launch."""
+    import torch
+    import triton
+
+    from tilec.emit.gluon import emit_gluon
+    from tilec.frontend.capture import capture
+    from tilec.frontend.logical import WORKSPACE
+    from tilec.ir import parse, print_kernel
+    from tilec.passes import run_pipeline
+    from tilec.passes.pipelines import with_plan
+    from tilec.runtime import load_source
+    from tilec.testing import relative_error
+
+    gm = backward_graph(op, m, n)
+    shapes = [
+        torch.empty_strided(p.meta["val"].shape, p.meta["val"].stride(), dtype=p.meta["val"].dtype)
+        for p in gm.graph.nodes
+        if p.op == "placeholder"
+    ]
+    with torch._inductor.config.patch({"triton.mix_order_reduction_non_strict_mode": True}):
+        kernels = capture(gm, shapes, strict=False, fuse=lambda *_: True)
+    banded = [k for k in kernels if getattr(k.result, "column_sums", None)]
+    if len(banded) != 1:
+        return {"error": f"no fused kernel: {[k.summary() for k in kernels]}"}
+    lowered = banded[0].result
+    module = parse(print_kernel(lowered.kernel))
+    run_pipeline(module, with_plan(pipeline, plan))
+    kernel = module.kernels[0]
+    launch = launcher(kernel) if launcher is not None else load_source(emit_gluon(kernel).source).launch
+    torch.manual_seed(0)
+    inputs = [
+        (torch.rand(t.shape, dtype=t.dtype, device=device) + 0.5)
+        if (t.dim() == 2 and t.shape[1] == 1) or t.dtype == torch.float32
+        else torch.randn(t.shape, dtype=t.dtype, device=device)
+        for t in shapes
+    ]
+    want = [t for t in gm(*inputs) if t is not None]
+    programs = triton.cdiv(m, kernel.constexprs["RSPLIT"])
+    ws = torch.empty(len(lowered.column_sums) * programs * n, dtype=torch.float32, device=device)
+    # Inductor numbers the graph's inputs (`arg{i}_1`) in the order its code first uses them
+    placeholders = [p for p in gm.graph.nodes if p.op == "placeholder"]
+    order: list[int] = []
+    for node in gm.graph.nodes:
+        for used in node.all_input_nodes:
+            if used.op == "placeholder" and placeholders.index(used) not in order:
+                order.append(placeholders.index(used))
+    args: list[Any] = []
+    dx = None
+    for a in lowered.args:
+        if a.buffer.startswith("arg"):
+            args.append(inputs[order[int(a.buffer[3:].split("_")[0])]])
+        elif a.buffer == WORKSPACE:
+            args.append(ws)
+        else:
+            dx = torch.empty(a.shape, dtype=torch.bfloat16, device=device)
+            args.append(dx)
+
+    def run() -> list[Any]:
+        launch(*args)
+        return [dx, *ws.view(-1, programs, n).sum(1)]
+
+    got = run()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    # the graph's own outputs as the reference: relative error in norm, as tilec's tests measure it
+    # (the eager graph rounds some products to bf16 that the fused kernel keeps in fp32)
+    errors = [relative_error(got[0].float(), next(t for t in want if t.dim() == 2).float())]
+    vectors = [t.float() for t in want if t.dim() == 1]
+    errors += [min(relative_error(g, v) for v in vectors) for g in got[1:]]
+    ok = max(errors) <= 0.01
+    return {
+        "run": run,
+        "ok": bool(ok),
+        "errors": [round(e, 5) for e in errors],
+        "programs": programs,
+        "warps": kernel.launch.num_warps,
+    }
+
+
+# tilec's `gluon-ring` pipeline's plans timed beside the hand-written kernel: chunks (band-chunks)
+# and warps
+TILEC_PLANS = ("num_warps=16", "num_warps=8")
+
+
 def main(argv: list[str]) -> int:
     import torch
     import triton
@@ -149,14 +284,26 @@ def main(argv: list[str]) -> int:
             want = ref_rms(*args) if op == "rms" else ref_ln(*args)
 
             def rec(
-                variant: str, fn: Any, op: str = op, want: Any = want, m: int = m, n: int = n, copy_ms: float = copy_ms
+                variant: str,
+                fn: Any,
+                op: str = op,
+                want: Any = want,
+                m: int = m,
+                n: int = n,
+                copy_ms: float = copy_ms,
+                ok: bool | None = None,
             ) -> None:
+                """Times `fn` (its results checked against `want`, or `ok` as its maker checked them)."""
                 r: dict[str, Any] = {"op": f"{op}_bwd", "m": m, "n": n, "variant": variant}
                 try:
                     got = fn()
                     torch.cuda.synchronize()
-                    r["ok"] = all(
-                        bool(torch.allclose(a.float(), b.float(), atol=5e-2, rtol=2e-2)) for a, b in zip(got, want)
+                    r["ok"] = (
+                        ok
+                        if ok is not None
+                        else all(
+                            bool(torch.allclose(a.float(), b.float(), atol=5e-2, rtol=2e-2)) for a, b in zip(got, want)
+                        )
                     )
                     ms = triton.testing.do_bench(fn, return_mode="median")
                     r.update(us=round(ms * 1e3, 1), pct=round(150 * copy_ms / ms, 1))
@@ -166,7 +313,12 @@ def main(argv: list[str]) -> int:
                 out.write(json.dumps(r) + "\n")
 
             rec("stock", lambda op=op, args=args: stock[op](*args))
-            for chunk, warps in ((4096, 16), (2048, 8), (4096, 8), (2048, 16), (4096, 32)):
+            hand = (
+                ((4096, 16), (2048, 8), (4096, 8), (2048, 16), (4096, 32))
+                if os.environ.get("RING_HAND", "1") != "0"
+                else ()
+            )
+            for chunk, warps in hand:
                 if n % chunk or chunk < 32 * warps:
                     continue
                 ws = torch.empty(2 * sms, n, device="cuda", dtype=torch.float32)
@@ -188,6 +340,14 @@ def main(argv: list[str]) -> int:
                     return (a[4], sums[0]) if op == "rms" else (a[4], sums[0], sums[1])
 
                 rec(f"c{chunk}-w{warps}", run)
+            for plan in TILEC_PLANS:
+                made = tilec_ring(op, m, n, plan)
+                if "error" in made:
+                    print(
+                        json.dumps({"op": f"{op}_bwd", "m": m, "n": n, "variant": f"tilec {plan}", **made}), flush=True
+                    )
+                    continue
+                rec(f"tilec {plan} {made['errors']}", made["run"], ok=made["ok"])
     return 0
 
 

@@ -26,8 +26,10 @@ from tilec.frontend.capture import capture
 from tilec.frontend.logical import WORKSPACE
 from tilec.interp.dtypes import TORCH_DTYPES
 from tilec.ir import Kernel, parse, print_kernel
+from tilec.ir.ops import LoadOp
 from tilec.passes import run_pipeline
 from tilec.passes.chooser import signature
+from tilec.passes.pipelines import with_options, with_plan
 from tilec.runtime import load_source
 from tilec.testing import assert_close
 
@@ -173,11 +175,17 @@ def _random(t: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
 
 
 def run_chain(
-    kernels: list[Any], inputs: list[torch.Tensor], blocks: dict[str, int], pipeline: str, triton: bool
+    kernels: list[Any],
+    inputs: list[torch.Tensor],
+    blocks: dict[str, int],
+    pipeline: str,
+    triton: bool,
+    ran: list[Kernel] | None = None,
 ) -> dict:
     """Runs the graph's kernels in order (each as lowered, after `pipeline`, in tilec's
     interpreter or, `triton`, emitted and run by Triton's interpreter), a banded kernel's workspace
-    summed over its rows as the wrapper does; returns every buffer by name."""
+    summed over its rows as the wrapper does; returns every buffer by name (and appends each
+    kernel as it ran to `ran`)."""
     buffers: dict[str, torch.Tensor] = {}
     for captured in kernels:
         lowered = captured.result
@@ -195,6 +203,8 @@ def run_chain(
             run_pipeline(module, first)
         run_pipeline(module, ",".join(filter(None, [f"specialize{{{bound}}}" if bound else "", rest])))
         kernel = module.kernels[0]
+        if ran is not None:
+            ran.append(kernel)
         args: list[torch.Tensor] = []
         programs = 1
         if lowered.column_sums:
@@ -227,7 +237,16 @@ def emit_text(kernel: Kernel) -> str:
     return emit_triton(kernel).source
 
 
-def check_backward(op: str, m: int, n: int, xblock: int, rsplit: int, pipeline: str, triton: bool = False) -> None:
+def check_backward(
+    op: str,
+    m: int,
+    n: int,
+    xblock: int,
+    rsplit: int,
+    pipeline: str,
+    triton: bool = False,
+    ran: list[Kernel] | None = None,
+) -> None:
     with torch._inductor.config.patch({"triton.mix_order_reduction_non_strict_mode": True}):
         gm, shapes = backward_graph(m, n, op)
         kernels = capture(gm, shapes, strict=True, fuse=lambda *_: True)  # square shapes too, as the hook fuses them
@@ -237,7 +256,7 @@ def check_backward(op: str, m: int, n: int, xblock: int, rsplit: int, pipeline: 
     inputs = [_random(t, gen) for t in shapes]
     want = gm(*inputs)
     got = run_chain(
-        kernels, [inputs[i] for i in graph_inputs(gm)], {"XBLOCK": xblock, "RSPLIT": rsplit}, pipeline, triton
+        kernels, [inputs[i] for i in graph_inputs(gm)], {"XBLOCK": xblock, "RSPLIT": rsplit}, pipeline, triton, ran
     )
     dx = [a.buffer for a in k.result.args if a.is_written and a.buffer != WORKSPACE]
     assert len(dx) == 1, k.result.args
@@ -295,6 +314,69 @@ def test_a_banded_kernel_computes_the_backward(
 @pytest.mark.parametrize("op", BACKWARDS)
 def test_the_emitted_banded_kernel_computes_the_backward_under_triton(op: str, pipeline: str) -> None:
     check_backward(op, 48, 24, 2, 10, pipeline, triton=True)
+
+
+# the Gluon form of one program a band whose row cache is its prefetch (`band-ring`), in chunks of
+# 8 over one warp (the rows here are 16-128 elements)
+RING = with_plan(with_options("gluon-ring", "band-chunks", "chunk=8"), "num_warps=1")
+
+
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    op=st.sampled_from(BACKWARDS),
+    m=st.integers(8, 80),
+    n=st.sampled_from([16, 24, 32, 100]),
+    rsplit=st.integers(1, 12),
+)
+@example(op="layernorm", m=37, n=100, rsplit=7)  # ragged rows (13 chunks, the last partial), two sums
+@example(op="rmsnorm", m=9, n=16, rsplit=12)  # one band, shorter than its RSPLIT
+@example(op="add_rmsnorm_mlp", m=24, n=24, rsplit=5)  # four row inputs, the last band partial
+def test_the_ring_form_computes_the_backward(op: str, m: int, n: int, rsplit: int) -> None:
+    """`band-ring` on the banded kernel in chunks, one row a step: each row input's chunks read
+    from a ring of shared-memory slots (the band's first row copied ahead of the band, each chunk
+    refilled with the next row's after its last read, behind a CTA barrier), the weights' chunks
+    copied once; tilec's interpreter, which checks every slot read against the copies in flight
+    and the barriers, computes dx and the weights' gradients as the graph does. The pass must
+    have made the ring (a remark would have left the kernel as it was)."""
+    ran: list[Kernel] = []
+    check_backward(op, m, n, 1, rsplit, RING, ran=ran)
+    ringed = [k for k in ran if "RSPLIT" in k.constexprs]
+    assert len(ringed) == 1
+    ops = list(ringed[0].walk())
+    assert {"tile.async_copy", "tile.async_wait", "tile.cta_barrier"} <= {o.name for o in ops}
+    assert not [o for o in ops if isinstance(o, LoadOp) and o.result.type.shape[-1] == 8]  # every chunk's read: a slot
+
+
+def test_the_ring_form_of_rows_of_32768_fits_one_program_an_sm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RMSNorm's backward at 4096x32768 fused (the H100's range widened to rows of 32768, as
+    `bench/ring_bwd_probe.py` measures it) through `gluon-ring`, compiled for sm_90 without a GPU:
+    eight chunks of 4096 over 16 warps, x, dy and the weight in three rings of eight 8 KiB slots
+    (192 KiB and the compiler's own: one program an SM), 16-byte cp.async copies, the column
+    sums in registers (at the 128-register cap of 16 warps, at most 64 bytes of stack: the
+    hand-written kernel of bench/results/2026-11-27-h100-ring-backward spills 16)."""
+    import dataclasses
+
+    from tilec.dump import table_fusion
+    from tilec.emit.check import check_compile
+    from tilec.emit.gluon import emit_gluon
+    from tilec.passes import chooser
+
+    gpu = "NVIDIA H100 80GB HBM3"
+    monkeypatch.setitem(
+        chooser.MIX_ORDER_FUSIONS, gpu, dataclasses.replace(chooser.MIX_ORDER_FUSIONS[gpu], max_row=32768)
+    )
+    gm, inputs = backward_graph(4096, 32768)
+    k = banded(capture(gm, inputs, strict=True, fuse=table_fusion))
+    assert k is not None
+    module = parse(print_kernel(k.result.kernel))
+    run_pipeline(module, "gluon-ring")
+    kernel = module.kernels[0]
+    assert kernel.attributes["band_chunks"] == 8 and kernel.constexprs["XBLOCK"] == 1
+    assert [o.name for o in kernel.walk()].count("tile.cta_barrier") == 8  # one a chunk's refill
+    report = check_compile(emit_gluon(kernel), "sm_90")
+    assert report.ok, report.error
+    assert report.num_warps == 16 and report.registers <= 128 and report.stack_bytes <= 64, report.summary()
+    assert 3 * 8 * 8192 <= report.shared_bytes <= 232448 and set(report.cp_async_bytes) == {16}, report.summary()
 
 
 def test_a_symbolic_row_count_is_banded_for_the_rows_given() -> None:

@@ -144,6 +144,20 @@ def gluon_form(
 
 
 NAMED_PIPELINES["gluon-default"] = ",".join(GLUON_DEFAULT)
+# A banded kernel (a norm's backward with its weights' gradients) as one program a band, its row
+# in chunks of 4096 cached in a ring of shared-memory slots that is also the next row's prefetch
+# (`band-ring`), one row a step over 16 warps: the Gluon pipeline with `band-chunks` before its
+# plan and `band-ring` after its cache (bench/results/2026-11-27-h100-ring-backward)
+GLUON_RING = [
+    "band-chunks{chunk=4096,column_elems=0}",
+    *(
+        "plan{row_block_bytes=131072,xblock=1,num_warps=16}" if p.startswith("plan{") else p
+        for p in GLUON_DEFAULT
+        if not p.startswith("reuse{")
+    ),
+]
+GLUON_RING.insert(GLUON_RING.index("split-rows") + 1, "band-ring")
+NAMED_PIPELINES["gluon-ring"] = ",".join(GLUON_RING)
 NAMED_PIPELINES["triton-default"] = ",".join(TRITON_DEFAULT)
 
 
