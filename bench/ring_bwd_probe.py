@@ -125,27 +125,10 @@ def load(source: str) -> Any:
 
 def backward_graph(op: str, m: int, n: int) -> Any:
     """RMSNorm's ("rms") or LayerNorm's ("ln") backward graph as AOT autograd partitions it for
-    Inductor, traced on the meta device (the decompositions take their GPU branches)."""
+    Inductor, traced on the meta device (`tilec.frontend.capture.backward_graph`)."""
     import torch
-    from torch._functorch.aot_autograd import aot_module_simplified
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
-    from torch._inductor.decomposition import select_decomp_table
 
-    graphs: dict[str, Any] = {}
-
-    def backend(gm: Any, example_inputs: Any) -> Any:
-        def keep(g: Any, _: Any) -> Any:
-            graphs["backward"] = g
-            return g
-
-        return aot_module_simplified(
-            gm,
-            example_inputs,
-            fw_compiler=lambda g, _: g,
-            bw_compiler=keep,
-            partition_fn=min_cut_rematerialization_partition,
-            decompositions=select_decomp_table(),
-        )
+    from tilec.frontend.capture import backward_graph as aot_backward_graph
 
     def rms(x: Any, w: Any) -> Any:
         xf = x.float()
@@ -154,15 +137,9 @@ def backward_graph(op: str, m: int, n: int) -> Any:
     def ln(x: Any, w: Any, b: Any) -> Any:
         return torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, 1e-6)
 
-    torch._dynamo.reset()
     meta = {"dtype": torch.bfloat16, "device": "meta", "requires_grad": True}
     weights = [torch.empty(n, **meta) for _ in range(2 if op == "ln" else 1)]
-    out = torch.compile(rms if op == "rms" else ln, backend=backend, fullgraph=True)(
-        torch.empty(m, n, **meta), *weights
-    )
-    out.backward(torch.ones_like(out))
-    torch._dynamo.reset()
-    return graphs["backward"]
+    return aot_backward_graph(rms if op == "rms" else ln, [torch.empty(m, n, **meta), *weights])
 
 
 def tilec_ring(

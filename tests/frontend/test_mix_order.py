@@ -22,6 +22,7 @@ from profiles import examples
 
 from tilec import interp
 from tilec.frontend import Lowered
+from tilec.frontend.capture import backward_graph as aot_backward_graph
 from tilec.frontend.capture import capture
 from tilec.frontend.logical import WORKSPACE
 from tilec.interp.dtypes import TORCH_DTYPES
@@ -58,38 +59,13 @@ OPS: dict[str, Callable[..., Any]] = {"rmsnorm": rmsnorm, "layernorm": layernorm
 
 
 def backward_graph(m: int, n: int, op: str = "rmsnorm") -> tuple[Any, list[torch.Tensor]]:
-    """The op's (`OPS`, "add_rmsnorm" or "add_rmsnorm_mlp") backward graph as AOT autograd partitions it for Inductor (traced on the meta
-    device, so decompositions take their GPU branches), and CPU tensors of its inputs' layouts."""
-    from torch._functorch.aot_autograd import aot_module_simplified
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
-    from torch._inductor.decomposition import select_decomp_table
-
-    graphs: dict[str, Any] = {}
-
-    def backend(gm: Any, example_inputs: Any) -> Any:
-        def keep(g: Any, _: Any) -> Any:
-            graphs["backward"] = g
-            return g
-
-        return aot_module_simplified(
-            gm,
-            example_inputs,
-            fw_compiler=lambda g, _: g,
-            bw_compiler=keep,
-            partition_fn=min_cut_rematerialization_partition,
-            decompositions=select_decomp_table(),
-        )
-
-    torch._dynamo.reset()
+    """The op's (`OPS`, "add_rmsnorm" or "add_rmsnorm_mlp") backward graph as AOT autograd partitions it for
+    Inductor (traced on the meta device, so decompositions take their GPU branches), and CPU tensors of its inputs' layouts."""
     meta = {"dtype": torch.bfloat16, "device": "meta", "requires_grad": True}
     rows = [torch.empty(m, n, **meta) for _ in range(op.count("add") + 1)]  # x (and the residual)
     weights = [torch.empty(n, **meta) for _ in range(op.count("layer") + 1)]
     fn = {"add_rmsnorm": add_rmsnorm, "add_rmsnorm_mlp": add_rmsnorm_mlp}.get(op) or OPS[op]
-    outs = torch.compile(fn, backend=backend, fullgraph=True)(*rows, *weights)
-    outs = outs if isinstance(outs, tuple) else (outs,)
-    torch.autograd.backward(outs, [torch.ones_like(o) for o in outs])
-    torch._dynamo.reset()
-    gm = graphs["backward"]
+    gm = aot_backward_graph(fn, [*rows, *weights])
     inputs = []
     for node in gm.graph.nodes:
         if node.op == "placeholder":

@@ -564,6 +564,38 @@ def capture(
     return records
 
 
+def backward_graph(fn: Callable[..., Any], inputs: Sequence[torch.Tensor]) -> Any:
+    """The backward graph AOT autograd partitions for Inductor from `fn(*inputs)` (inputs on the
+    meta device that require grad, so decompositions take their GPU branches; each output's
+    gradient all ones), as `capture` takes a graph: what a training step's backward compiles."""
+    from torch._functorch.aot_autograd import aot_module_simplified
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    from torch._inductor.decomposition import select_decomp_table
+
+    graphs: dict[str, Any] = {}
+
+    def backend(gm: Any, example_inputs: Any) -> Any:
+        def keep(g: Any, _: Any) -> Any:
+            graphs["backward"] = g
+            return g
+
+        return aot_module_simplified(
+            gm,
+            example_inputs,
+            fw_compiler=lambda g, _: g,
+            bw_compiler=keep,  # type: ignore[arg-type]
+            partition_fn=min_cut_rematerialization_partition,
+            decompositions=select_decomp_table(),
+        )
+
+    torch._dynamo.reset()
+    outs = torch.compile(fn, backend=backend, fullgraph=True)(*inputs)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    torch.autograd.backward(outs, [torch.ones_like(o) for o in outs])
+    torch._dynamo.reset()
+    return graphs["backward"]
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0] if text else ''}".strip()
