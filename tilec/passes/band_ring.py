@@ -9,7 +9,9 @@ row. Here, planned one row a step (XBLOCK = 1), those reads come from shared mem
   copied into them by cp.async before the band loop (`tile.async_copy`, a group a chunk: every
   input's chunk c in group c), masked off where the band is empty;
 - in the band, the first read of chunk c waits until at most K - 1 - c groups are pending
-  (`tile.async_wait`), and every read of a chunk reads its slot (`tile.smem_load`);
+  (`tile.async_wait`), and every read of a chunk reads its slot (`tile.smem_load`); a thread
+  reads back exactly the elements it copied (the copy takes the reads' layout), so its own wait
+  is enough, with no barrier after it;
 - after the band's last read of chunk c, a CTA barrier (every thread has read the slot), then
   the next row's chunk c is copied into the same slots (masked off past the band's end) and
   committed as a group: the next row streams in while this one is finished, K groups pending
@@ -125,6 +127,10 @@ def ring_band(kernel: Kernel, smem_budget: int = DEFAULT.smem_per_block) -> str 
         reads[key].append(op)
     if not reads:
         return "its band reads no chunk of a row"
+    # each thread reads back exactly the elements it copied (the copy takes the reads' layout), so
+    # waiting for its own copies (cp.async's groups are a thread's) is enough: no barrier after
+    if any(ld.result.type != loads[0].result.type for loads in reads.values() for ld in loads):
+        return "a chunk is read into different layouts"
     # each input's chunks, in the order of their first reads
     chunks: dict[int, list[Key]] = defaultdict(list)
     for key in reads:
