@@ -153,7 +153,7 @@ def tilec_ring(
     import triton
 
     from tilec.emit.gluon import emit_gluon
-    from tilec.frontend.capture import capture
+    from tilec.frontend.capture import capture, input_order
     from tilec.frontend.logical import WORKSPACE
     from tilec.ir import parse, print_kernel
     from tilec.passes import run_pipeline
@@ -187,13 +187,7 @@ def tilec_ring(
     want = [t for t in gm(*inputs) if t is not None]
     programs = triton.cdiv(m, kernel.constexprs["RSPLIT"])
     ws = torch.empty(len(lowered.column_sums) * programs * n, dtype=torch.float32, device=device)
-    # Inductor numbers the graph's inputs (`arg{i}_1`) in the order its code first uses them
-    placeholders = [p for p in gm.graph.nodes if p.op == "placeholder"]
-    order: list[int] = []
-    for node in gm.graph.nodes:
-        for used in node.all_input_nodes:
-            if used.op == "placeholder" and placeholders.index(used) not in order:
-                order.append(placeholders.index(used))
+    order = input_order(gm)  # Inductor's numbering of the graph's inputs (`arg{i}_1`)
     args: list[Any] = []
     dx = None
     for a in lowered.args:

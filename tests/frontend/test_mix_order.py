@@ -23,7 +23,7 @@ from profiles import examples
 from tilec import interp
 from tilec.frontend import Lowered
 from tilec.frontend.capture import backward_graph as aot_backward_graph
-from tilec.frontend.capture import capture
+from tilec.frontend.capture import capture, input_order
 from tilec.frontend.logical import WORKSPACE
 from tilec.interp.dtypes import TORCH_DTYPES
 from tilec.ir import Kernel, parse, print_kernel
@@ -135,15 +135,8 @@ def test_each_gpu_takes_a_mix_order_kernel_where_it_measured_it_faster() -> None
 
 
 def graph_inputs(gm: Any) -> list[int]:
-    """The placeholders of `gm` in the order Inductor numbers its inputs (`arg{i}_1`): capture's
-    Dynamo traces gm's code, which makes each argument a graph input where it is first used."""
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    order: list[int] = []
-    for node in gm.graph.nodes:
-        for arg in node.all_input_nodes:
-            if arg.op == "placeholder" and placeholders.index(arg) not in order:
-                order.append(placeholders.index(arg))
-    return order
+    """The placeholders of `gm` in the order Inductor numbers its inputs (`arg{i}_1`)."""
+    return input_order(gm)
 
 
 def _random(t: torch.Tensor, gen: torch.Generator) -> torch.Tensor:

@@ -596,6 +596,19 @@ def backward_graph(fn: Callable[..., Any], inputs: Sequence[torch.Tensor]) -> An
     return graphs["backward"]
 
 
+def input_order(gm: Any) -> list[int]:
+    """The placeholders of `gm` (their indices) in the order Inductor numbers its inputs
+    (`arg{i}_1`): `capture`'s Dynamo traces gm's code, which makes each argument a graph input
+    where it is first used."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    order: list[int] = []
+    for node in gm.graph.nodes:
+        for arg in node.all_input_nodes:
+            if arg.op == "placeholder" and placeholders.index(arg) not in order:
+                order.append(placeholders.index(arg))
+    return order
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0] if text else ''}".strip()
