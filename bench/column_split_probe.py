@@ -24,7 +24,7 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from column_sums_probe import ref_ln, ref_rms
+from column_sums_probe import measure, norm_case, ref_ln, ref_rms
 
 
 @triton.jit
@@ -181,33 +181,14 @@ def main() -> None:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     stock = {"rms": torch.compile(ref_rms), "ln": torch.compile(ref_ln)}
     for m, n in shapes:
-        torch.manual_seed(0)
-        x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
-        dy = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
-        w = torch.randn(n, device="cuda", dtype=torch.bfloat16)
-        xf = x.float()
-        mean = xf.mean(1)
-        rstd = torch.rsqrt(xf.var(1, unbiased=False) + 1e-6)
-        rrstd = torch.rsqrt(xf.pow(2).mean(1) + 1e-6)
-        src = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-        dst = torch.empty_like(src)
-        tc = triton.testing.do_bench(lambda: dst.copy_(src), return_mode="median")
+        args, copy_ms = norm_case(m, n)
+        x, w, dy, rrstd = args["rms"]
+        mean, rstd = args["ln"][3:]
         dx = torch.empty_like(x)
-        args = {"rms": (x, w, dy, rrstd), "ln": (x, w, dy, mean, rstd)}
         refs = {"rms": ref_rms(*args["rms"]), "ln": ref_ln(*args["ln"])}
 
-        def close(a, b):
-            return bool(torch.allclose(a.float(), b.float(), atol=5e-2, rtol=2e-2))
-
-        def rec(op, variant, fn):
-            try:
-                got = fn()
-                torch.cuda.synchronize()
-                ok = all(map(close, got, refs[op]))
-                t = triton.testing.do_bench(fn, return_mode="median")
-                r = dict(op=op, m=m, n=n, variant=variant, us=round(t * 1e3, 1), pct=round(150 * tc / t, 1), ok=ok)
-            except Exception as e:
-                r = dict(op=op, m=m, n=n, variant=variant, error=str(e)[:300])
+        def rec(op, variant, fn, m=m, n=n, copy_ms=copy_ms, refs=refs):
+            r = dict(op=op, m=m, n=n, variant=variant, **measure(fn, refs[op], copy_ms))
             print(json.dumps(r), flush=True)
             out.write(json.dumps(r) + "\n")
 

@@ -108,6 +108,38 @@ def ref_ln(x, w, dy, mean, rstd):
     return dx.to(x.dtype), (dyf * xh).sum(0).to(w.dtype), dyf.sum(0).to(w.dtype)
 
 
+def norm_case(m, n):
+    """A norm backward's bf16 inputs over m rows of n (seeded) with their saved statistics, as
+    `ref_rms` and `ref_ln` take them ({"rms": args, "ln": args}), and a same-size copy's device ms."""
+    torch.manual_seed(0)
+    x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+    dy = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    xf = x.float()
+    mean = xf.mean(1)
+    rstd = torch.rsqrt(xf.var(1, unbiased=False) + 1e-6)
+    rrstd = torch.rsqrt(xf.pow(2).mean(1) + 1e-6)
+    src = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    copy_ms = triton.testing.do_bench(lambda: dst.copy_(src), return_mode="median")
+    return {"rms": (x, w, dy, rrstd), "ln": (x, w, dy, mean, rstd)}, copy_ms
+
+
+def measure(fn, want, copy_ms, ok=None):
+    """`fn`'s results checked against `want` (elementwise, atol 0.05, rtol 0.02), or `ok` as its
+    maker checked them, and its device time: {"ok", "us", "pct"} (% of a copy of the model bytes
+    3·M·N·2), or {"error"}."""
+    try:
+        got = fn()
+        torch.cuda.synchronize()
+        if ok is None:
+            ok = all(bool(torch.allclose(a.float(), b.float(), atol=5e-2, rtol=2e-2)) for a, b in zip(got, want))
+        t = triton.testing.do_bench(fn, return_mode="median")
+        return dict(ok=bool(ok), us=round(t * 1e3, 1), pct=round(150 * copy_ms / t, 1))
+    except Exception as e:
+        return dict(error=str(e)[-300:])
+
+
 def main():
     out = open(os.environ.get("OUT", "/tmp") + "/fusedbwd.jsonl", "a")  # noqa: SIM115
     shapes = [tuple(map(int, s.split("x"))) for s in sys.argv[1].split(",")]

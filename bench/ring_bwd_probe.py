@@ -143,12 +143,15 @@ def backward_graph(op: str, m: int, n: int) -> Any:
 
 
 def tilec_ring(
-    op: str, m: int, n: int, plan: str, device: str = "cuda", pipeline: str = "gluon-ring", launcher: Any = None
+    op: str, m: int, n: int, plan: str = "", device: str = "cuda", pipeline: str = "gluon-ring", launcher: Any = None
 ) -> dict[str, Any]:
     """tilec's `gluon-ring` form of the op's fused backward (Inductor's mix-order kernel, fused
-    whatever the row length), with `plan` on its plan pass: emitted, run against the backward graph
-    itself (dx and each weight gradient) and timed with the workspace's sums. `launcher(kernel)`
-    (tilec's interpreter, say, with `device` "cpu") stands in for the emitted kernel's launch."""
+    whatever the row length), with `plan` on its plan pass, emitted, on seeded inputs (x, w, dy
+    normal; the saved statistics 0.5 to 1.5): {"run": a function launching it that returns dx and
+    each column sum (the workspace's rows added up), "want": the backward graph's own dx and weight
+    gradients on the same inputs, in the same order, "kernel": the kernel after the pipeline}.
+    `launcher(kernel)` (tilec's interpreter, say, with `device` "cpu") stands in for the emitted
+    kernel's launch."""
     import torch
     import triton
 
@@ -159,66 +162,58 @@ def tilec_ring(
     from tilec.passes import run_pipeline
     from tilec.passes.pipelines import with_plan
     from tilec.runtime import load_source
-    from tilec.testing import relative_error
 
     gm = backward_graph(op, m, n)
-    shapes = [
-        torch.empty_strided(p.meta["val"].shape, p.meta["val"].stride(), dtype=p.meta["val"].dtype)
-        for p in gm.graph.nodes
-        if p.op == "placeholder"
-    ]
+    vals = [p.meta["val"] for p in gm.graph.nodes if p.op == "placeholder"]
+    shapes = [torch.empty_strided(v.shape, v.stride(), dtype=v.dtype) for v in vals]
     with torch._inductor.config.patch({"triton.mix_order_reduction_non_strict_mode": True}):
         kernels = capture(gm, shapes, strict=False, fuse=lambda *_: True)
     banded = [k for k in kernels if getattr(k.result, "column_sums", None)]
     if len(banded) != 1:
-        return {"error": f"no fused kernel: {[k.summary() for k in kernels]}"}
+        raise RuntimeError(f"no fused kernel: {[k.summary() for k in kernels]}")
     lowered = banded[0].result
     module = parse(print_kernel(lowered.kernel))
-    run_pipeline(module, with_plan(pipeline, plan))
+    run_pipeline(module, with_plan(pipeline, plan) if plan else pipeline)
     kernel = module.kernels[0]
     launch = launcher(kernel) if launcher is not None else load_source(emit_gluon(kernel).source).launch
     torch.manual_seed(0)
     inputs = [
-        (torch.rand(t.shape, dtype=t.dtype, device=device) + 0.5)
-        if (t.dim() == 2 and t.shape[1] == 1) or t.dtype == torch.float32
+        torch.rand(t.shape, dtype=t.dtype, device=device) + 0.5
+        if t.dtype == torch.float32
         else torch.randn(t.shape, dtype=t.dtype, device=device)
         for t in shapes
     ]
-    want = [t for t in gm(*inputs) if t is not None]
+    outs = [t for t in gm(*inputs) if t is not None]
+    want = [next(t for t in outs if t.dim() == 2), *(t for t in outs if t.dim() == 1)]
     programs = triton.cdiv(m, kernel.constexprs["RSPLIT"])
     ws = torch.empty(len(lowered.column_sums) * programs * n, dtype=torch.float32, device=device)
+    dx = torch.empty(m, n, dtype=torch.bfloat16, device=device)
     order = input_order(gm)  # Inductor's numbering of the graph's inputs (`arg{i}_1`)
-    args: list[Any] = []
-    dx = None
-    for a in lowered.args:
-        if a.buffer.startswith("arg"):
-            args.append(inputs[order[int(a.buffer[3:].split("_")[0])]])
-        elif a.buffer == WORKSPACE:
-            args.append(ws)
-        else:
-            dx = torch.empty(a.shape, dtype=torch.bfloat16, device=device)
-            args.append(dx)
+    args = [
+        inputs[order[int(a.buffer[3:].split("_")[0])]]
+        if a.buffer.startswith("arg")
+        else ws
+        if a.buffer == WORKSPACE
+        else dx
+        for a in lowered.args
+    ]
 
     def run() -> list[Any]:
+        ws.fill_(float("nan"))
+        dx.fill_(float("nan"))
         launch(*args)
-        return [dx, *ws.view(-1, programs, n).sum(1)]
+        return [dx.clone(), *ws.view(-1, programs, n).sum(1)]
 
-    got = run()
-    if device == "cuda":
-        torch.cuda.synchronize()
-    # the graph's own outputs as the reference: relative error in norm, as tilec's tests measure it
-    # (the eager graph rounds some products to bf16 that the fused kernel keeps in fp32)
-    errors = [relative_error(got[0].float(), next(t for t in want if t.dim() == 2).float())]
-    vectors = [t.float() for t in want if t.dim() == 1]
-    errors += [min(relative_error(g, v) for v in vectors) for g in got[1:]]
-    ok = max(errors) <= 0.01
-    return {
-        "run": run,
-        "ok": bool(ok),
-        "errors": [round(e, 5) for e in errors],
-        "programs": programs,
-        "warps": kernel.launch.num_warps,
-    }
+    return {"run": run, "want": want, "kernel": kernel}
+
+
+def ring_errors(got: list[Any], want: list[Any]) -> list[float]:
+    """The relative error in norm of each of `got` against `want` (tilec's tests' measure: the
+    eager graph rounds some products to bf16 that the fused kernel keeps in fp32)."""
+    from tilec.testing import relative_error
+
+    assert len(got) == len(want)
+    return [round(relative_error(g.float(), w.float()), 5) for g, w in zip(got, want)]
 
 
 # tilec's `gluon-ring` pipeline's plans timed beside the hand-written kernel: chunks (band-chunks)
@@ -228,67 +223,39 @@ TILEC_PLANS = ("num_warps=16", "num_warps=8")
 
 def main(argv: list[str]) -> int:
     import torch
-    import triton
-    from column_sums_probe import ref_ln, ref_rms
+    from column_sums_probe import measure, norm_case, ref_ln, ref_rms
 
     out = (Path(os.environ.get("OUT", ".")) / "ring_bwd.jsonl").open("a")
     shapes = [tuple(map(int, s.split("x"))) for s in argv[0].split(",")]
     ops = argv[1].split(",") if len(argv) > 1 else ["rms", "ln"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     stock = {"rms": torch.compile(ref_rms), "ln": torch.compile(ref_ln)}
+    hand = ((4096, 16), (2048, 8), (4096, 8), (2048, 16), (4096, 32)) if os.environ.get("RING_HAND", "1") != "0" else ()
     for m, n in shapes:
-        torch.manual_seed(0)
-        x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
-        dy = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
-        w = torch.randn(n, device="cuda", dtype=torch.bfloat16)
-        mean = x.float().mean(1)
-        rstd = {
-            "rms": torch.rsqrt(x.float().pow(2).mean(1) + 1e-6),
-            "ln": torch.rsqrt(x.float().var(1, unbiased=False) + 1e-6),
-        }
-        src = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-        dst = torch.empty_like(src)
-        copy_ms = triton.testing.do_bench(lambda src=src, dst=dst: dst.copy_(src), return_mode="median")
+        cases, copy_ms = norm_case(m, n)
+        x, w, dy = cases["rms"][:3]
+        mean = cases["ln"][3]
         dx = torch.empty_like(x)
         for op in ops:
-            args = (x, w, dy, rstd[op]) if op == "rms" else (x, w, dy, mean, rstd[op])
+            args = cases[op]
             want = ref_rms(*args) if op == "rms" else ref_ln(*args)
 
             def rec(
                 variant: str,
                 fn: Any,
+                ok: bool | None = None,
                 op: str = op,
                 want: Any = want,
                 m: int = m,
                 n: int = n,
                 copy_ms: float = copy_ms,
-                ok: bool | None = None,
             ) -> None:
-                """Times `fn` (its results checked against `want`, or `ok` as its maker checked them)."""
-                r: dict[str, Any] = {"op": f"{op}_bwd", "m": m, "n": n, "variant": variant}
-                try:
-                    got = fn()
-                    torch.cuda.synchronize()
-                    r["ok"] = (
-                        ok
-                        if ok is not None
-                        else all(
-                            bool(torch.allclose(a.float(), b.float(), atol=5e-2, rtol=2e-2)) for a, b in zip(got, want)
-                        )
-                    )
-                    ms = triton.testing.do_bench(fn, return_mode="median")
-                    r.update(us=round(ms * 1e3, 1), pct=round(150 * copy_ms / ms, 1))
-                except Exception as e:
-                    r["error"] = str(e)[-300:]
+                """`fn` timed and checked against `want` (or `ok` as its maker checked it), recorded."""
+                r = {"op": f"{op}_bwd", "m": m, "n": n, "variant": variant, **measure(fn, want, copy_ms, ok)}
                 print(json.dumps(r), flush=True)
                 out.write(json.dumps(r) + "\n")
 
             rec("stock", lambda op=op, args=args: stock[op](*args))
-            hand = (
-                ((4096, 16), (2048, 8), (4096, 8), (2048, 16), (4096, 32))
-                if os.environ.get("RING_HAND", "1") != "0"
-                else ()
-            )
             for chunk, warps in hand:
                 if n % chunk or chunk < 32 * warps:
                     continue
@@ -303,7 +270,7 @@ def main(argv: list[str]) -> int:
                     kernel: Any = kernel,
                     ws: Any = ws,
                     warps: int = warps,
-                    a: Any = (x, dy, w, rstd[op], dx, mean),
+                    a: Any = (x, dy, w, args[-1], dx, mean),
                     op: str = op,
                 ) -> Any:
                     kernel[(sms,)](*a[:5], ws, a[0].shape[0], sms, a[5], num_warps=warps)
@@ -312,13 +279,17 @@ def main(argv: list[str]) -> int:
 
                 rec(f"c{chunk}-w{warps}", run)
             for plan in TILEC_PLANS:
-                made = tilec_ring(op, m, n, plan)
-                if "error" in made:
+                try:
+                    made = tilec_ring(op, m, n, plan)
+                    errors = ring_errors(made["run"](), made["want"])
+                except Exception as e:
                     print(
-                        json.dumps({"op": f"{op}_bwd", "m": m, "n": n, "variant": f"tilec {plan}", **made}), flush=True
+                        json.dumps(
+                            {"op": f"{op}_bwd", "m": m, "n": n, "variant": f"tilec {plan}", "error": str(e)[-300:]}
+                        )
                     )
                     continue
-                rec(f"tilec {plan} {made['errors']}", made["run"], ok=made["ok"])
+                rec(f"tilec {plan} {errors}", made["run"], ok=max(errors) <= 0.01)
     return 0
 
 

@@ -56,18 +56,17 @@ from collections import defaultdict
 
 from tilec.ir.builder import Builder
 from tilec.ir.clone import clone_op
-from tilec.ir.core import Kernel, Module, Operation, Value, replace_uses
-from tilec.ir.dtypes import DType, i1, i32
+from tilec.ir.core import Kernel, Module, Value, replace_uses
+from tilec.ir.dtypes import i1, i32
 from tilec.ir.expr import evaluate
-from tilec.ir.layouts import SwizzledSharedLayout
 from tilec.ir.ops import LoadOp
 from tilec.ir.target import DEFAULT
-from tilec.ir.types import PointerType, SharedBufferType, TileType
+from tilec.ir.types import TileType
 from tilec.passes.affine import affine
 from tilec.passes.band_chunks import CHUNKED
 from tilec.passes.base import Pass, register
 from tilec.passes.plan import band_loop
-from tilec.passes.reuse import _read
+from tilec.passes.reuse import copy_slots, read_slot
 from tilec.passes.rewrite import backward_slice, depends_on
 
 Key = tuple[int, tuple[tuple[tuple[str, int], int], ...], int]  # (pointer id, affine terms, constant)
@@ -79,13 +78,6 @@ def _key(load: LoadOp) -> Key | None:
     if form is None:
         return None
     return id(load.ptr), tuple(sorted(form.coeffs.items())), form.const
-
-
-def _slice(body_ops: list[Operation], load: LoadOp) -> list[Operation]:
-    """The band body's ops that compute `load`'s offsets and mask, in order."""
-    assert load.parent is not None
-    values = [load.offsets] + ([load.mask] if load.mask is not None else [])
-    return [op for op in backward_slice(load.parent, values) if op in body_ops]
 
 
 def ring_band(kernel: Kernel, smem_budget: int = DEFAULT.smem_per_block) -> str | None:
@@ -150,7 +142,7 @@ def ring_band(kernel: Kernel, smem_budget: int = DEFAULT.smem_per_block) -> str 
         return "its chunks' last reads are not in chunk order"
 
     # the slots: K a pointer, shaped like its reads
-    buffers = {ptr_id: _ring(reads[keys[0]][0], k) for ptr_id, keys in chunks.items()}
+    buffers = {ptr_id: copy_slots(reads[keys[0]][0], k) for ptr_id, keys in chunks.items()}
     budget = sum(int(evaluate(t.nbytes(), kernel.bound_constexprs())) for t in buffers.values())
     if budget > smem_budget:
         return f"its {k} chunks of {len(chunks)} inputs take {budget} bytes of shared memory, more than {smem_budget}"
@@ -168,7 +160,7 @@ def ring_band(kernel: Kernel, smem_budget: int = DEFAULT.smem_per_block) -> str 
         band loop's (None: a weight's, as it is), masked by the scalar `valid` as well."""
         first = reads[key][0]
         mapping: dict[int, Value] = {} if row is None else {id(iv): row}
-        for op in _slice(body.ops, first):
+        for op in backward_slice(body, [first.offsets] + ([first.mask] if first.mask is not None else [])):
             bld.insert(clone_op(op, mapping))
         offsets = mapping.get(id(first.offsets), first.offsets)
         mask = mapping.get(id(first.mask), first.mask) if first.mask is not None else None
@@ -203,7 +195,7 @@ def ring_band(kernel: Kernel, smem_budget: int = DEFAULT.smem_per_block) -> str 
         for ld in loads:
             bld = Builder.before(ld)
             # (a masked-off element's copy reads nothing: the load's zero where its mask is off)
-            replace_uses(kernel.body, ld.result, _read(bld, ld, slot(bld, key), bounds_only=False))
+            replace_uses(kernel.body, ld.result, read_slot(bld, ld, slot(bld, key), bounds_only=False))
     for c in range(k):
         anchor = ops[last[c]]
         bld = Builder.after(anchor)
@@ -218,13 +210,6 @@ def ring_band(kernel: Kernel, smem_budget: int = DEFAULT.smem_per_block) -> str 
         ld.erase()
     Builder.after(band).create("tile.async_wait", pending=0)
     return None
-
-
-def _ring(load: LoadOp, slots: int) -> SharedBufferType:
-    """`slots` slots shaped like `load`'s chunk, of its pointer's element type."""
-    t, p = load.result.type, load.ptr.type
-    assert isinstance(t, TileType) and isinstance(p, PointerType) and isinstance(p.pointee, DType)
-    return SharedBufferType(t.shape, p.pointee, SwizzledSharedLayout(1, 1, 1, tuple(range(t.rank - 1, -1, -1))), slots)
 
 
 @register

@@ -335,7 +335,7 @@ def _coords(b: Builder, box: Box, col: Value | None) -> tuple[Value, Value]:
     return row, col
 
 
-def _read(b: Builder, load: LoadOp, slot: Value, bounds_only: bool) -> Value:
+def read_slot(b: Builder, load: LoadOp, slot: Value, bounds_only: bool) -> Value:
     """What replaces `load`: its slot read back, with the load's mask applied unless TMA's zero fill
     already gives the same values."""
     t = load.result.type
@@ -424,7 +424,7 @@ def _use_cache(kernel: Kernel, group: Group, buf: Value, bars: Value, slots: int
         if wait:
             lb.create("tile.mbarrier_wait", bars, k, lb.constant(0, i32))
         slot = lb.op("tile.smem_index", buf, k)
-        value = _read(lb, load, slot, bounds_only)
+        value = read_slot(lb, load, slot, bounds_only)
         replace_uses(kernel.body, load.result, value)
         load.erase()
 
@@ -538,10 +538,7 @@ def cache_by_async_copy(kernel: Kernel, group: Group, budget: int) -> str | None
     if any(op.regions or not op.is_pure for op in ops):
         return "its offsets or mask are computed by an op that cannot run twice"
     ptr = load.ptr
-    assert isinstance(ptr.type, PointerType)
-    cache = SharedBufferType(
-        t.shape, ptr.type.pointee, SwizzledSharedLayout(1, 1, 1, tuple(range(t.rank - 1, -1, -1))), slots
-    )
+    cache = copy_slots(load, slots)
     cache_bytes = evaluate(cache.nbytes(), kernel.bound_constexprs())
     used = _smem_in_use(kernel)
     if used + cache_bytes + 8 * slots > budget:
@@ -576,6 +573,14 @@ def cache_by_async_copy(kernel: Kernel, group: Group, budget: int) -> str | None
         b.yield_()
     _use_cache(kernel, group, buf, bars, slots, bounds_only=False)
     return None
+
+
+def copy_slots(load: LoadOp, slots: int) -> SharedBufferType:
+    """`slots` shared-memory slots for cp.async copies of `load`'s tile: its shape, its pointer's
+    element type, unswizzled (each thread's copies land where its reads find them)."""
+    t, p = load.result.type, load.ptr.type
+    assert isinstance(t, TileType) and isinstance(p, PointerType) and isinstance(p.pointee, DType)
+    return SharedBufferType(t.shape, p.pointee, SwizzledSharedLayout(1, 1, 1, tuple(range(t.rank - 1, -1, -1))), slots)
 
 
 def _top_level(kernel: Kernel, v: Value) -> Operation | None:
