@@ -3,6 +3,7 @@
     python bench/rules.py --plans bench/results/RUN/plans.jsonl [--margin 0.01] [--after bench/results/LONG/plans.jsonl]
     python bench/rules.py bench/results/RUN/results.jsonl [--plans bench/results/RUN/long.jsonl]
     python bench/rules.py --kernels bench/results/RUN      # every models.jsonl and results.jsonl under RUN
+    python bench/rules.py --kernels bench/results/RUN --families mix-order    # those kernels alone
 
 prints a table of `tilec.passes.chooser.Rule`s (Python source) for the GPU the run measured, to
 be reviewed and committed as that GPU's entry of `chooser.TABLES`. Per reduction family (rmsnorm:
@@ -325,13 +326,19 @@ def _model_range(family: str, row_bytes: int, others: Sequence[Any]) -> tuple[in
 
 
 def derive_models(
-    records: list[dict[str, Any]], base: Sequence[Any] = (), margin: float = MODELS_MARGIN
+    records: list[dict[str, Any]],
+    base: Sequence[Any] = (),
+    margin: float = MODELS_MARGIN,
+    families: Sequence[str] | None = None,
 ) -> list[Derived]:
     """Rules for the kernels of a models run (`model_kernels`) that no rule of `base` (the GPU's
-    table from other runs: `tilec.passes.chooser.Rule`s) covers."""
+    table from other runs: `tilec.passes.chooser.Rule`s) covers; of `families` alone where given
+    (a run made to measure one kind of kernel, whose others' timings are left to other runs)."""
     by: dict[tuple[str, int, int], dict[tuple[int, int, bool], list[Shape]]] = defaultdict(lambda: defaultdict(list))
     # by row size, each size's kernels in the order measured
     for group, row_bytes, shape in sorted(model_kernels(records), key=lambda k: (k[0], k[1])):
+        if families is not None and group[0] not in families:
+            continue
         symbolic = row_bytes == SYMBOLIC
         same = _of_group(base, group, symbolic)
         if any(symbolic or r.lo <= row_bytes < r.hi for r in same):
@@ -380,6 +387,10 @@ def main(argv: list[str]) -> int:
         "results.jsonl (tilec bench --impls tilec-autotune,...) under it",
     )
     p.add_argument(
+        "--families",
+        help="with --kernels: the kernels of these families alone (comma-separated: mix-order,...)",
+    )
+    p.add_argument(
         "--margin",
         type=float,
         help=f"how much faster tilec must be (device time; default 0.01, with --kernels {MODELS_MARGIN})",
@@ -388,7 +399,8 @@ def main(argv: list[str]) -> int:
     if args.models:
         if args.results or args.plans:
             p.error("--kernels derives rules from the runs under its folder alone")
-        return _main_models(Path(args.models), MODELS_MARGIN if args.margin is None else args.margin)
+        families = args.families.split(",") if args.families else None
+        return _main_models(Path(args.models), MODELS_MARGIN if args.margin is None else args.margin, families)
     if not args.results and not args.plans:
         p.error("give a tilec bench run's results.jsonl, a plan survey (--plans), or both")
     records, plans = read(args.results), read(args.plans)
@@ -435,7 +447,7 @@ def models_records(folder: Path) -> list[dict[str, Any]]:
     return [r for path in paths for r in read(str(path))]
 
 
-def _main_models(folder: Path, margin: float) -> int:
+def _main_models(folder: Path, margin: float, families: Sequence[str] | None = None) -> int:
     from tilec.passes.chooser import TABLES
 
     records = models_records(folder)
@@ -444,7 +456,7 @@ def _main_models(folder: Path, margin: float) -> int:
         return 2
     run = run_name(folder)
     base = [r for r in TABLES.get(gpu, ()) if r.run != run]
-    derived = derive_models(records, base, margin)
+    derived = derive_models(records, base, margin, families)
     if not derived:
         print("bench/rules.py: no kernel of the run was timed against stock outside the table", file=sys.stderr)
         return 2

@@ -6,7 +6,8 @@
 A GPU's table (`chooser.TABLES`) is `bench/rules.py` on its runs, in the order
 `bench/table_runs.json` lists them: plan surveys (`plans.jsonl`), `tilec bench` runs
 (`results.jsonl`) and, named "kernels:RUN", runs whose kernels the autotuner timed in place
-(`bench/rules.py --kernels`); each run's rules leave the row sizes earlier runs cover to them.
+(`bench/rules.py --kernels`; "kernels[FAMILY,...]:RUN" for those families' kernels alone,
+`--families`); each run's rules leave the row sizes earlier runs cover to them.
 tests/passes/test_chooser.py checks the committed table is exactly that. This script writes it:
 each run's block of `Rule(...)` entries in the table is replaced by what the run derives now
 (the comments above a block are kept); `--insert` adds a run to the GPU's list (first, or after
@@ -39,6 +40,17 @@ def runs(gpu: str) -> list[str]:
     return list(json.loads(RUNS.read_text())[gpu])
 
 
+def parse(named: str) -> tuple[str, bool, list[str] | None]:
+    """A run as bench/table_runs.json names it: (its folder, whether its kernels were timed in
+    place, the families its rules are derived for or None for all): "RUN", "kernels:RUN",
+    "kernels[mix-order]:RUN" (`bench/rules.py --kernels RUN --families mix-order`)."""
+    if not named.startswith("kernels"):
+        return named, False, None
+    head, _, run = named.partition(":")
+    families = head.removeprefix("kernels").strip("[]")
+    return run, True, families.split(",") if families else None
+
+
 def derive(names: list[str], results: Path = ROOT / "bench" / "results") -> list[tuple[str, list[str]]]:
     """Each run's rules as Python source, in table order: (run, sources)."""
     from tilec.passes.chooser import Rule
@@ -46,10 +58,10 @@ def derive(names: list[str], results: Path = ROOT / "bench" / "results") -> list
     table: tuple[Any, ...] = ()
     out: list[tuple[str, list[str]]] = []
     for named in names:
-        kernels, run = named.startswith("kernels:"), named.removeprefix("kernels:")
+        run, kernels, families = parse(named)
         folder = results / run
         if kernels:
-            derived = tool.derive_models(tool.models_records(folder), table)
+            derived = tool.derive_models(tool.models_records(folder), table, families=families)
         else:
             survey, bench = folder / "plans.jsonl", folder / "results.jsonl"
             found = [
@@ -115,7 +127,8 @@ def main(argv: list[str]) -> int:
         if args.after and args.after not in names:
             p.error(f"{args.after} is not one of the {args.gpu}'s runs")
         names.insert(names.index(args.after) + 1 if args.after else 0, args.insert)
-        new = (args.insert, args.after, args.comment)
+        # the table names a run by its folder (`parse`: the rest says how its rules are derived)
+        new = (parse(args.insert)[0], parse(args.after)[0] if args.after else None, args.comment)
     blocks = derive(names)
     empty = [run for run, sources in blocks if not sources]
     if empty:  # covered whole by the runs before them: their comments in the table would be stale

@@ -47,8 +47,10 @@ decline: bool = not _flag("TILEC_NO_DECLINE")
 # (tilec/inductor/autotune.py); the chooser's rules are not consulted. Also on whenever Inductor's
 # `max_autotune` is (torch.compile(mode="max-autotune...")). `TILEC_AUTOTUNE=1` starts it True.
 autotune: bool = _flag("TILEC_AUTOTUNE")
-# The pass pipeline run before each emitter (names from tilec.passes, or pipeline strings).
-pipelines: dict[str, str] = {"gluon": "gluon-default", "triton": "triton-default"}
+# The pass pipeline run before each emitter (names from tilec.passes, or pipeline strings), and
+# before the Gluon emitter for a banded kernel (a norm's backward fused with its weights'
+# gradients): "gluon-banded", "gluon-ring" where the key is absent.
+pipelines: dict[str, str] = {"gluon": "gluon-default", "triton": "triton-default", "gluon-banded": "gluon-ring"}
 
 _FIELDS = ("emitter", "enabled", "strict", "decline", "autotune", "pipelines")
 
@@ -61,7 +63,9 @@ def check() -> None:
     """Raises ConfigError if a setting is invalid."""
     if emitter not in EMITTERS:
         raise ConfigError(f"tilec.config.emitter must be one of {', '.join(EMITTERS)}; got {emitter!r}")
-    for name in ("gluon", "triton"):
+    for name in ("gluon", "triton", "gluon-banded"):
+        if name == "gluon-banded" and name not in pipelines:
+            continue
         if not isinstance(pipelines.get(name), str):
             raise ConfigError(
                 f"tilec.config.pipelines[{name!r}] must be a pipeline string; got {pipelines.get(name)!r}"

@@ -96,14 +96,15 @@ def dump(
     return header + text, failures
 
 
-def table_fusion(device: Any, rows: int, row: int, elem_bytes: int) -> bool:
+def table_fusion(device: Any, rows: int, row: int, elem_bytes: int, sums: int = 1, row_inputs: int = 2) -> bool:
     """Whether the hook fuses a norm's backward stock leaves unfused (`tilec.frontend.fusion`), by
-    the table of the GPU (the H100 where it is faked) alone."""
+    the table of the GPU (the H100 where it is faked) alone, with the Gluon emitter available."""
     import torch
 
     from tilec.passes.chooser import mix_order_fusion
 
-    return mix_order_fusion(torch.cuda.get_device_properties(device).name, rows, row, elem_bytes) is not None
+    name = torch.cuda.get_device_properties(device).name
+    return mix_order_fusion(name, rows, row, elem_bytes, sums, row_inputs) is not None
 
 
 def format_kernels(

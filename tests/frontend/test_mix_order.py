@@ -296,52 +296,54 @@ RING = with_plan(with_options("gluon-ring", "band-chunks", "chunk=8"), "num_warp
     m=st.integers(8, 80),
     n=st.sampled_from([16, 24, 32, 100]),
     rsplit=st.integers(1, 12),
+    weights=st.booleans(),
 )
-@example(op="layernorm", m=37, n=100, rsplit=7)  # ragged rows (13 chunks, the last partial), two sums
-@example(op="rmsnorm", m=9, n=16, rsplit=12)  # one band, shorter than its RSPLIT
-@example(op="add_rmsnorm_mlp", m=24, n=24, rsplit=5)  # four row inputs, the last band partial
-def test_the_ring_form_computes_the_backward(op: str, m: int, n: int, rsplit: int) -> None:
+@example(op="layernorm", m=37, n=100, rsplit=7, weights=True)  # ragged rows (13 chunks, the last partial), two sums
+@example(op="rmsnorm", m=9, n=16, rsplit=12, weights=True)  # one band, shorter than its RSPLIT
+@example(op="add_rmsnorm_mlp", m=24, n=24, rsplit=5, weights=True)  # four row inputs, the last band partial
+@example(op="add_rmsnorm", m=30, n=24, rsplit=4, weights=False)  # the weight read from global memory
+def test_the_ring_form_computes_the_backward(op: str, m: int, n: int, rsplit: int, weights: bool) -> None:
     """`band-ring` on the banded kernel in chunks, one row a step: each row input's chunks read
     from a ring of shared-memory slots (the band's first row copied ahead of the band, each chunk
     refilled with the next row's after its last read, behind a CTA barrier), the weights' chunks
-    copied once; tilec's interpreter, which checks every slot read against the copies in flight
-    and the barriers, computes dx and the weights' gradients as the graph does. The pass must
-    have made the ring (a remark would have left the kernel as it was)."""
+    copied once (or, `weights=false`, as where they do not fit beside the rows, read from global
+    memory); tilec's interpreter, which checks every slot read against the copies in flight and
+    the barriers, computes dx and the weights' gradients as the graph does. The pass must have
+    made the ring (a remark would have left the kernel as it was)."""
     ran: list[Kernel] = []
-    check_backward(op, m, n, 1, rsplit, RING, ran=ran)
+    check_backward(op, m, n, 1, rsplit, RING if weights else with_options(RING, "band-ring", "weights=false"), ran=ran)
     ringed = [k for k in ran if "RSPLIT" in k.constexprs]
     assert len(ringed) == 1
     ops = list(ringed[0].walk())
     assert {"tile.async_copy", "tile.async_wait", "tile.cta_barrier"} <= {o.name for o in ops}
-    assert not [o for o in ops if isinstance(o, LoadOp) and o.result.type.shape[-1] == 8]  # every chunk's read: a slot
+    chunk_reads = [o for o in ops if isinstance(o, LoadOp) and o.result.type.shape[-1] == 8]
+    assert bool(chunk_reads) != weights  # every chunk's read a slot, but the weights' where they are not cached
 
 
-def test_the_ring_form_of_rows_of_32768_fits_one_program_an_sm(monkeypatch: pytest.MonkeyPatch) -> None:
-    """RMSNorm's backward at 4096x32768 fused (the H100's range widened to rows of 32768, as
-    `bench/ring_bwd_probe.py` measures it) through `gluon-ring`, compiled for sm_90 without a GPU:
-    eight chunks of 4096 over 16 warps, x, dy and the weight in three rings of eight 8 KiB slots
-    (192 KiB and the compiler's own: one program an SM), 16-byte cp.async copies, the column
-    sums in registers (at the 128-register cap of 16 warps, at most 64 bytes of stack: the
-    hand-written kernel of bench/results/2026-11-27-h100-ring-backward spills 16)."""
-    import dataclasses
-
+@pytest.mark.parametrize("op", ["rmsnorm", "add_rmsnorm"])
+def test_the_ring_form_of_rows_of_32768_fits_one_program_an_sm(op: str) -> None:
+    """The norm's backward at 4096x32768 fused (the H100's range at rows of 32768) through
+    `gluon-ring`, compiled for sm_90 without a GPU: eight chunks of 4096 over 16 warps, three
+    rings of eight 8 KiB slots (192 KiB and the compiler's own: one program an SM) — RMSNorm's x,
+    dy and weight; the residual-fused form's three row inputs, its weight read from global memory
+    (four rings would not fit) — 16-byte cp.async copies, the column sums in registers (at the
+    128-register cap of 16 warps, at most 64 bytes of stack: the hand-written kernel of
+    bench/results/2026-11-27-h100-ring-backward spills 16)."""
     from tilec.dump import table_fusion
     from tilec.emit.check import check_compile
     from tilec.emit.gluon import emit_gluon
-    from tilec.passes import chooser
 
-    gpu = "NVIDIA H100 80GB HBM3"
-    monkeypatch.setitem(
-        chooser.MIX_ORDER_FUSIONS, gpu, dataclasses.replace(chooser.MIX_ORDER_FUSIONS[gpu], max_row=32768)
-    )
-    gm, inputs = backward_graph(4096, 32768)
+    gm, inputs = backward_graph(4096, 32768, op)
     k = banded(capture(gm, inputs, strict=True, fuse=table_fusion))
     assert k is not None
     module = parse(print_kernel(k.result.kernel))
-    run_pipeline(module, "gluon-ring")
+    remarks: list[Any] = []
+    run_pipeline(module, "gluon-ring", remarks=remarks)
+    assert not [r for r in remarks if r.pass_name == "band-ring"], remarks
     kernel = module.kernels[0]
     assert kernel.attributes["band_chunks"] == 8 and kernel.constexprs["XBLOCK"] == 1
     assert [o.name for o in kernel.walk()].count("tile.cta_barrier") == 8  # one a chunk's refill
+    assert [o.name for o in kernel.walk()].count("tile.smem_alloc") == 3
     report = check_compile(emit_gluon(kernel), "sm_90")
     assert report.ok, report.error
     assert report.num_warps == 16 and report.registers <= 128 and report.stack_bytes <= 64, report.summary()
@@ -414,29 +416,48 @@ def test_tilec_fuses_a_norm_backward_where_its_banded_kernel_measured_faster(m: 
         assert banded(capture(gm, inputs, strict=True)) is None  # without tilec's answer: stock's
 
 
-def test_a_range_past_rows_of_16384_has_them_fused(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("op", "fused"),
+    [("rmsnorm", True), ("add_rmsnorm", True), ("layernorm", False), ("add_rmsnorm_mlp", False)],
+)
+def test_a_range_past_rows_of_16384_has_them_fused(op: str, fused: bool) -> None:
     """Stock refuses a mix-order reduction over rows past 16384 whatever its size checks (its
     persistent row reduction); tilec's fusion answers that check yes and the GPU's range decides,
-    as for every size: with the H100's range
-    widened to 32768 (as `bench/bwd_variants.py --fuse-to` does, for measuring), RMSNorm's backward
-    at 4096x32768 is one banded kernel, whose 32768 column sums band-chunks takes in four chunks;
-    with the committed range (to 16384) it stays apart."""
-    import dataclasses
-
+    as for every size. The H100's range at rows of 32768 holds for the kernel's Gluon ring form
+    with one column sum and two whole rows read where Inductor asks (x and dy): RMSNorm's backward
+    at 4096x32768 is one banded kernel (the residual-fused one too, whose residual's gradient
+    joins it after), whose 32768 column sums band-chunks takes in four chunks for Triton;
+    LayerNorm's (two column sums) and the form read by two projections (three rows) stay apart,
+    and so does every shape where the Gluon emitter cannot run."""
     from tilec.dump import table_fusion
-    from tilec.passes import chooser
+    from tilec.passes.chooser import mix_order_fusion
 
-    gm, inputs = backward_graph(4096, 32768)
-    assert banded(capture(gm, inputs, strict=True, fuse=table_fusion)) is None
-    gpu = "NVIDIA H100 80GB HBM3"
-    monkeypatch.setitem(
-        chooser.MIX_ORDER_FUSIONS, gpu, dataclasses.replace(chooser.MIX_ORDER_FUSIONS[gpu], max_row=32768)
-    )
+    def without_gluon(device: Any, rows: int, row: int, elem: int, sums: int, row_inputs: int) -> bool:
+        return mix_order_fusion("NVIDIA H100 80GB HBM3", rows, row, elem, sums, row_inputs, gluon=False) is not None
+
+    gm, inputs = backward_graph(4096, 32768, op)
     k = banded(capture(gm, inputs, strict=True, fuse=table_fusion))
-    assert k is not None and k.result.kernel.constexprs["RBLOCK"] == 32768
-    module = parse(print_kernel(k.result.kernel))
-    run_pipeline(module, "triton-default")
-    assert module.kernels[0].attributes["band_chunks"] == 4
+    assert (k is not None) == fused
+    assert banded(capture(gm, inputs, strict=True, fuse=without_gluon)) is None
+    if fused:
+        assert k.result.kernel.constexprs["RBLOCK"] == 32768
+        module = parse(print_kernel(k.result.kernel))
+        run_pipeline(module, "triton-default")
+        assert module.kernels[0].attributes["band_chunks"] == 4
+
+
+def test_the_ring_range_needs_the_gluon_emitter() -> None:
+    """`mix_order_fusion` with the Gluon emitter unavailable leaves out the ranges measured with
+    the kernel's Gluon form (the H100's at rows of 32768), and keeps the others."""
+    from tilec.passes.chooser import mix_order_fusion
+
+    h100 = "NVIDIA H100 80GB HBM3"
+    ring = mix_order_fusion(h100, 4096, 32768, 2, 1, 2)
+    assert ring is not None and ring.ring
+    assert mix_order_fusion(h100, 4096, 32768, 2, 1, 2, gluon=False) is None
+    assert mix_order_fusion(h100, 4096, 32768, 2, 2, 2) is None  # two column sums
+    assert mix_order_fusion(h100, 4096, 32768, 2, 1, 3) is None  # three rows
+    assert mix_order_fusion(h100, 4096, 8192, 2, 2, 3, gluon=False) is not None
 
 
 @pytest.mark.parametrize(
@@ -484,3 +505,29 @@ def test_rmsnorm_keeps_its_row_whole_at_16384() -> None:
     module = parse(print_kernel(k.result.kernel))
     run_pipeline(module, "triton-default")
     assert module.kernels[0].constexprs["RBLOCK"] == 16384 and "band_chunks" not in module.kernels[0].attributes
+
+
+def test_a_banded_kernel_built_for_gluon_is_its_ring_form() -> None:
+    """The hook's build of a mix-order kernel for Gluon runs the banded Gluon pipeline
+    (`tilec.config.pipelines["gluon-banded"]`, `gluon-ring` by default) with the chooser's or the
+    autotuner's plan options on it, records its band (RSPLIT: the wrapper's split size) and has no
+    Triton variant (its band would differ); where the ring cannot be made (a row of one chunk),
+    band-ring's remark says why (`policy.ring_remarks`), which the hook declines on."""
+    import tilec
+    from tilec.dump import table_fusion
+    from tilec.inductor.build import build
+    from tilec.inductor.policy import ring_remarks
+
+    gm, inputs = backward_graph(4096, 32768)
+    lowered = banded(capture(gm, inputs, strict=True, fuse=table_fusion)).result
+    made = build(lowered, "gluon", "cuda")
+    assert (made.emitter, made.pipeline, made.fallback) == ("gluon", "gluon-ring", None)
+    assert made.primary.constexprs["RSPLIT"] == 32 and not ring_remarks(made)  # 4096 rows over 132 SMs
+    assert "async_copy" in made.primary.source
+    planned = build(lowered, "gluon", "cuda", "num_warps=8")
+    assert "num_warps=8" in planned.pipeline and "band-ring" in planned.pipeline
+    with tilec.config.patch(pipelines={**tilec.config.pipelines, "gluon-banded": "gluon-default"}):
+        assert build(lowered, "gluon", "cuda").pipeline == "gluon-default"
+    gm, inputs = backward_graph(4096, 2048)
+    short = build(banded(capture(gm, inputs, strict=True)).result, "gluon", "cuda")
+    assert ring_remarks(short) == ("band-ring: its row is not in chunks (band-chunks)",)

@@ -14,7 +14,7 @@ import torch.nn.functional as F  # noqa: N812
 from torch._inductor import metrics
 
 import tilec
-from tilec.inductor.policy import MIX_ORDER_GLUON
+from tilec.inductor.policy import NO_RING
 from tilec.testing import assert_close
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("hooked")]
@@ -140,26 +140,59 @@ def test_tilec_fuses_where_its_banded_kernel_measured_faster(name: str, shape: t
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_a_long_row_is_banded_in_chunks(name: str) -> None:
     """At rows of 16384, where the GPU's table has the norm's backward fused at 4096x16384 (the
-    H100's), tilec takes the fused kernel: LayerNorm's, with two column sums, with its row in
-    chunks of 8192, each with its own column sums (`band-chunks`); a kernel with one column sum
-    (RMSNorm, LayerNorm without bias) with its row whole, as the pass's remark says. The gradients
-    equal eager's either way, the same on every run."""
+    H100's), tilec takes the fused kernel in the form the table's rules say. The banded Triton
+    kernel: LayerNorm's, with two column sums, with its row in chunks of 8192, each with its own
+    column sums (`band-chunks`); a kernel with one column sum (RMSNorm, LayerNorm without bias)
+    with its row whole, as the pass's remark says. The Gluon ring form (the H100's rules at rows
+    of 16384): in chunks of 4096, every one in a ring (no band-ring remark). The gradients equal
+    eager's either way, the same on every run."""
     fused, records = fused_by_table(name, 4096, 16384)
     banded = [r for r in records if r.signature and r.signature[0] == "mix-order"]
     assert len(banded) == int(fused) and all(r.taken for r in banded), [(r.kernel, r.reason) for r in records]
     for r in banded:
+        if r.emitter == "gluon":
+            assert "ring" in (r.pipeline or "") and not [m for m in r.remarks if m.startswith("band-ring:")], r
+            continue
         whole = [m for m in r.remarks if m.startswith("band-chunks: its 1 column sum(s) of 16384")]
         assert len(whole) == int(FUNCTIONS[name][1] == 1), r.remarks  # one column sum a weight
 
 
-def test_the_gluon_emitter_leaves_a_mix_order_reduction_to_stock() -> None:
+def test_the_gluon_emitter_leaves_a_mix_order_reduction_without_a_ring_form_to_stock() -> None:
+    """Rows of one chunk (2048) have no ring form (band-ring): with the Gluon emitter forced, the
+    mix-order kernel stays stock's, saying why."""
     metrics.reset()
     with tilec.config.patch(emitter="gluon"):
         first, second, want = gradients("rmsnorm", 4096, 2048)
     assert metrics.codegen_mix_order_reduction == 1
     check("rmsnorm", 4096, 2048, first, second, want)
     declined = [r for r in tilec.report() if not r.taken]
-    assert [r.reason for r in declined] == [MIX_ORDER_GLUON], [(r.kernel, r.reason) for r in tilec.report()]
+    assert [r.reason.split(":")[0] for r in declined] == [NO_RING], [(r.kernel, r.reason) for r in tilec.report()]
+
+
+@pytest.mark.parametrize("emitter", ["gluon", "auto"])
+@pytest.mark.parametrize(("name", "m"), [("rmsnorm", 4096), ("rmsnorm", 8192), ("layernorm", 8192)])
+def test_the_ring_form_is_taken_through_the_hook(emitter: str, name: str, m: int) -> None:
+    """RMSNorm's backward over rows of 32768 is fused where the GPU's table has a range for it
+    (the H100's: the ring form, one column sum), LayerNorm's at 8192x16384 everywhere the table
+    fuses rows of 16384; with the Gluon emitter forced, the mix-order kernel is the Gluon ring
+    form (`gluon-ring`); with the chooser's, whatever its rules say. Either way the gradients
+    equal float64 eager's within bf16's tolerance and are the same on every run."""
+    n = 32768 if name == "rmsnorm" else 16384
+    fused, records = fused_by_table(name, m, n) if emitter == "auto" else (None, None)
+    if emitter == "gluon":
+        metrics.reset()
+        with tilec.config.patch(emitter="gluon"):
+            first, second, want = gradients(name, m, n)
+        fused = metrics.codegen_mix_order_reduction == 1
+        check(name, m, n, first, second, want)
+        records = tilec.report()
+        if fused:
+            (ring,) = [r for r in records if r.kernel.startswith("triton_per_")]
+            assert ring.taken and ring.emitter == "gluon" and "ring" in ring.pipeline, ring
+    print(
+        f"  {name} {m}x{n} {emitter}: fused={fused} "
+        + "; ".join(f"{r.kernel} {r.emitter or r.reason}" for r in records)
+    )
 
 
 def test_symbolic_row_counts_keep_their_gradients() -> None:

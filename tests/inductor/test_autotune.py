@@ -168,12 +168,14 @@ def test_the_long_row_variants_compute_what_eager_does(name: str, option: str) -
 
 def test_a_mix_order_reduction_times_both_bands_and_stock() -> None:
     """A mix-order reduction's candidates: the banded kernel at its planned band (one program per
-    SM) and at two programs per SM, and stock's kernel."""
+    SM) and at two programs per SM, its Gluon ring form where Gluon can run it (Hopper, static
+    sizes), and stock's kernel."""
     from tilec.ir.target import H100, H200
 
     assert autotune.mix_order_candidates(True, H100) == ["triton", "triton{bands=264}", STOCK]
     assert autotune.mix_order_candidates(True, H200) == ["triton", "triton{bands=264}", STOCK]
     assert autotune.mix_order_candidates(False) == ["triton", "triton{bands=264}"]
+    assert autotune.mix_order_candidates(True, H100, gluon=True) == ["triton", "triton{bands=264}", "gluon", STOCK]
     for c in autotune.mix_order_candidates(True)[:2]:
         assert autotune.split(c)[0] == "triton"
 

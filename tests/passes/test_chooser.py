@@ -23,6 +23,7 @@ from tilec.passes.chooser import (
     UNMEASURED,
     Choice,
     Decline,
+    MixOrderFusion,
     Rule,
     Signature,
     choose,
@@ -490,12 +491,14 @@ def test_rules_name_a_committed_run_that_holds_their_figures(rule: Rule) -> None
     assert not _unmatched(rule, _measured(run)), (rule.run, _unmatched(rule, _measured(run)))
 
 
-@pytest.mark.parametrize("gpu", sorted(MIX_ORDER_FUSIONS))
-def test_mix_order_fusions_name_a_committed_run_that_holds_their_figures(gpu: str) -> None:
+FUSIONS = [(gpu, f) for gpu, fusions in MIX_ORDER_FUSIONS.items() for f in fusions]
+
+
+@pytest.mark.parametrize(("gpu", "fusion"), FUSIONS, ids=[f"{g.split()[1]}-{f.run}" for g, f in FUSIONS])
+def test_mix_order_fusions_name_a_committed_run_that_holds_their_figures(gpu: str, fusion: MixOrderFusion) -> None:
     """A GPU's range of mix-order fusions quotes figures its run holds, as rules do, and its
     bounds are shapes the run measured: no fewer rows, no shorter rows, no longer rows than it
     shows (the H200's run measured rows of 16384 too, and they lost)."""
-    fusion = MIX_ORDER_FUSIONS[gpu]
     as_rule = Rule("mix-order", 0, 1, "triton", fusion.run, fusion.figures, elem_bytes=fusion.elem_bytes)
     assert len(FIGURE.findall(fusion.figures)) >= 1 and (ROOT / RESULTS / fusion.run).is_dir()
     measured = _measured(ROOT / RESULTS / fusion.run)
@@ -503,10 +506,13 @@ def test_mix_order_fusions_name_a_committed_run_that_holds_their_figures(gpu: st
     shapes = {(m, n) for (op, m, n, dtype) in measured if op.endswith("_bwd")}
     assert min(m for m, _ in shapes) == fusion.min_rows
     assert min(n for _, n in shapes) == fusion.min_row and fusion.max_row in {n for _, n in shapes}
-    assert mix_order_fusion(gpu, fusion.min_rows, fusion.min_row, fusion.elem_bytes) == fusion
-    assert mix_order_fusion(gpu, fusion.min_rows - 1, fusion.min_row, fusion.elem_bytes) is None
-    assert mix_order_fusion(gpu, fusion.min_rows, fusion.max_row * 2, fusion.elem_bytes) is None
-    assert mix_order_fusion(gpu, fusion.min_rows, fusion.min_row, 4) is None
+    assert fusion.covers(fusion.min_rows, fusion.min_row, fusion.elem_bytes)
+    assert fusion.covers(fusion.min_rows, fusion.max_row, fusion.elem_bytes)
+    assert not fusion.covers(fusion.min_rows - 1, fusion.min_row, fusion.elem_bytes)
+    assert not fusion.covers(fusion.min_rows, fusion.max_row * 2, fusion.elem_bytes)
+    assert not fusion.covers(fusion.min_rows, fusion.min_row, 4)
+    # ranges are tried in order: a shape of this one is fused by it or by one before it
+    assert mix_order_fusion(gpu, fusion.min_rows, fusion.min_row, fusion.elem_bytes) is not None
     assert mix_order_fusion("NVIDIA Unknown", fusion.min_rows, fusion.min_row, fusion.elem_bytes) is None
 
 
@@ -726,9 +732,10 @@ def test_each_gpus_table_is_what_the_tool_derives(gpu: str) -> None:
     assert all(sources for _, sources in derived), "a run that derives no rule"
     rules = tuple(r for _, sources in derived for s in sources for r in eval(s, {"Rule": Rule}))
     for named in names:  # the command derives each run's rules, as printed for review
-        folder = ROOT / RESULTS / named.removeprefix("kernels:")
-        if named.startswith("kernels:"):
-            assert tool.main(["--kernels", str(folder)]) == 0
+        run, kernels, families = load("tables").parse(named)
+        folder = ROOT / RESULTS / run
+        if kernels:
+            assert tool.main(["--kernels", str(folder), *(["--families", ",".join(families)] if families else [])]) == 0
         elif (folder / "plans.jsonl").exists():
             assert tool.main(["--plans", str(folder / "plans.jsonl")]) == 0
         else:

@@ -351,7 +351,7 @@ def _scheduling_class() -> type:
         records: list[CapturedKernel]
         strict: bool = False
         # capture's `fuse`: whether a norm's backward stock leaves unfused is fused (tilec.frontend.fusion)
-        mix_order_fusion: Callable[[Any, int, int, int], bool] | None = None
+        mix_order_fusion: Callable[..., bool] | None = None
 
         def codegen_node_schedule(self, kernel_features: Any) -> Any:
             record = _record(kernel_features, lower(kernel_features, self, strict=self.strict))

@@ -12,7 +12,9 @@ checks off — square shapes included, which stock refuses whatever its checks, 
 reductions apart by their sizes alone (tilec tells them apart by their reads: `_square_orders`);
 the fused node then reaches the scheduling's `codegen_mix_order_reduction` like any other
 (docs/hook.md). The scheduling decides: the hook's and capture's have a
-`mix_order_fusion(device, rows, row, elem_bytes)`; any other scheduling (tilec not applied to the
+`mix_order_fusion(device, rows, row, elem_bytes, sums, row_inputs)` (the column sums the kernel
+would compute and the whole rows it would read: a range past rows of 16384 holds for the kernel's
+Gluon form, whose rows must fit in shared memory); any other scheduling (tilec not applied to the
 graph) gets stock's answer.
 
     patch()      # while tilec is registered with Inductor (tilec.inductor.registry)
@@ -97,7 +99,7 @@ def _fuses(cls: Any, stock: Any, node1: Any, node2: Any) -> bool:
     ):
         if not stock(node1, node2):
             return False
-    contiguous = node1 if cls.is_contiguous_node(node1) else node2
+    contiguous, other = (node1, node2) if cls.is_contiguous_node(node1) else (node2, node1)
     nrow, ncol = cls.get_numel_rnumel(contiguous)
     if not (getattr(nrow, "is_number", True) and getattr(ncol, "is_number", True)):
         return False  # a symbolic size: measured ranges are for static shapes
@@ -105,7 +107,26 @@ def _fuses(cls: Any, stock: Any, node1: Any, node2: Any) -> bool:
     sizes = {V.graph.get_dtype(name).itemsize for name in cls.get_common_read(node1, node2)}
     if len(sizes) != 1:
         return False
-    return bool(decide(device, int(nrow), int(ncol), sizes.pop()))
+    sums, row_inputs = _sums_and_rows(other, (node1, node2), int(nrow) * int(ncol))
+    return bool(decide(device, int(nrow), int(ncol), sizes.pop(), sums, row_inputs))
+
+
+def _sums_and_rows(other: Any, nodes: tuple[Any, Any], numel: int) -> tuple[int, int]:
+    """The column sums the fused kernel would compute (the reductions of `other`, the node that
+    does not read its rows contiguously: a weight's gradient each) and the whole rows it reads (the
+    buffers of `numel` elements either node reads: x, dy, a residual's gradient)."""
+    from torch._inductor.virtualized import V
+
+    sums = sum(1 for n in other.get_nodes() if n.is_reduction())
+    names = {dep.name for node in nodes for dep in node.read_writes.reads}
+    rows = 0
+    for name in names:
+        try:
+            size = V.graph.get_numel(name)
+        except Exception:  # a name the graph does not size (not a buffer): not a row read
+            continue
+        rows += bool(getattr(size, "is_number", isinstance(size, int))) and int(size) == numel
+    return sums, rows
 
 
 # The row length past which stock's `can_fuse` refuses a mix-order reduction whatever its size

@@ -272,12 +272,13 @@ def candidates(
     return out + ([STOCK] if decline else [])
 
 
-def mix_order_candidates(decline: bool, target: Target | None = None) -> list[str]:
+def mix_order_candidates(decline: bool, target: Target | None = None, gluon: bool = False) -> list[str]:
     """A mix-order reduction's candidates: tilec's banded Triton kernel with its planned band (one
-    program per SM) and with two programs per SM of `target` (`bands=`), and stock unless decline
-    is off."""
+    program per SM) and with two programs per SM of `target` (`bands=`); where `gluon` (Hopper,
+    static sizes), its Gluon ring form (`build.banded_gluon_pipeline`: one program an SM); and
+    stock unless decline is off."""
     sms = target.sm_count if target is not None else H100.sm_count
-    return ["triton", f"triton{{bands={2 * sms}}}"] + ([STOCK] if decline else [])
+    return ["triton", f"triton{{bands={2 * sms}}}"] + (["gluon"] if gluon else []) + ([STOCK] if decline else [])
 
 
 def stock_split_sizes(rows: int, sm_count: int) -> list[int]:

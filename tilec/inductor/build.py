@@ -111,10 +111,17 @@ def _tma_operands(kernel: Any, names: list[str]) -> list[tuple[int, tuple[int, .
     return out
 
 
+def banded_gluon_pipeline() -> str:
+    """The pipeline before the Gluon emitter for a banded kernel (`tilec.config.pipelines`)."""
+    return cfg.pipelines.get("gluon-banded", "gluon-ring")
+
+
 def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuild:
     """Runs the pipelines on copies of the logical kernel and emits each variant. `plan`: options
-    set on the primary emitter's plan pass (the chooser's or the autotuner's plan variant)."""
-    from tilec.emit.triton import emit_triton
+    set on the primary emitter's plan pass (the chooser's or the autotuner's plan variant). A
+    banded kernel (`lowered.column_sums`: a norm's backward with its weights' gradients) built for
+    Gluon runs the banded Gluon pipeline (`banded_gluon_pipeline`), and has no Triton variant: the
+    two would plan different bands, and the wrapper sizes the workspace by one."""
     from tilec.ir import print_kernel
     from tilec.passes.pipelines import with_plan
 
@@ -122,37 +129,60 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuil
     names = [a.param for a in lowered.args] + list(lowered.sizes)
     if any(a.buffer == "?" for a in lowered.args):
         raise RuntimeError("a kernel parameter has no buffer in the wrapper")
-    key = (text, tuple(names), emitter, plan, cfg.pipelines["triton"], cfg.pipelines["gluon"])
+    banded = bool(getattr(lowered, "column_sums", None))
+    gluon_name = banded_gluon_pipeline() if banded else cfg.pipelines["gluon"]
+    key = (text, tuple(names), emitter, plan, cfg.pipelines["triton"], gluon_name)
     built = _built.get(key)
     if built is None:
 
         def pipeline_of(kind: str) -> str:  # the plan options apply to the primary emitter only
-            return with_plan(cfg.pipelines[kind], plan) if plan and kind == emitter else cfg.pipelines[kind]
+            pipeline = gluon_name if kind == "gluon" else cfg.pipelines[kind]
+            return with_plan(pipeline, plan) if plan and kind == emitter else pipeline
 
-        triton_pipeline = pipeline_of("triton")
-        tk, t_remarks = through_pipeline(text, triton_pipeline)
-        triton = Emitted(
-            "triton",
-            triton_pipeline,
-            emit_triton(tk).source,
-            launch_order(tk, names, "Triton"),
-            t_remarks,
-            {k: v for k, v in tk.constexprs.items() if v is not None},
-        )
-        if emitter == "triton":
-            built = (triton, None, [])
+        if banded and emitter == "gluon":
+            gluon, tma = _emitted_gluon(text, names, pipeline_of("gluon"))
+            built = (gluon, None, tma)
         else:
-            from tilec.emit.gluon import emit_gluon
-
-            gluon_pipeline = pipeline_of("gluon")
-            gk, g_remarks = through_pipeline(text, gluon_pipeline)
-            gluon = Emitted("gluon", gluon_pipeline, emit_gluon(gk).source, launch_order(gk, names, "Gluon"), g_remarks)
-            built = (gluon, triton, _tma_operands(gk, names))
+            built = _built_pair(text, names, emitter, pipeline_of)
         if len(_built) >= 256:
             _built.clear()
         _built[key] = built
     primary, fallback, tma = built
     return KernelBuild(lowered, primary, fallback, list(tma), device)
+
+
+def _emitted_gluon(
+    text: str, names: list[str], pipeline: str
+) -> tuple[Emitted, list[tuple[int, tuple[int, ...], int]]]:
+    """The Gluon variant of the logical kernel `text` through `pipeline`, and its TMA operands."""
+    from tilec.emit.gluon import emit_gluon
+
+    gk, remarks = through_pipeline(text, pipeline)
+    constexprs = {k: v for k, v in gk.constexprs.items() if isinstance(v, int)}
+    emitted = Emitted("gluon", pipeline, emit_gluon(gk).source, launch_order(gk, names, "Gluon"), remarks, constexprs)
+    return emitted, _tma_operands(gk, names)
+
+
+def _built_pair(
+    text: str, names: list[str], emitter: str, pipeline_of: Any
+) -> tuple[Emitted, Emitted | None, list[tuple[int, tuple[int, ...], int]]]:
+    """The primary emitter's variant, and for Gluon the Triton one to fall back to."""
+    from tilec.emit.triton import emit_triton
+
+    triton_pipeline = pipeline_of("triton")
+    tk, t_remarks = through_pipeline(text, triton_pipeline)
+    triton = Emitted(
+        "triton",
+        triton_pipeline,
+        emit_triton(tk).source,
+        launch_order(tk, names, "Triton"),
+        t_remarks,
+        {k: v for k, v in tk.constexprs.items() if v is not None},
+    )
+    if emitter == "triton":
+        return triton, None, []
+    gluon, tma = _emitted_gluon(text, names, pipeline_of("gluon"))
+    return gluon, triton, tma
 
 
 # logical kernel text and settings -> what build made of it: a model's repeated layers (the same

@@ -229,24 +229,42 @@ def band_options(target: Target) -> str:
     return f"in_flight={in_flight}" if in_flight != IN_FLIGHT else ""
 
 
-def fuses_mix_order(device: Any, rows: int, row: int, elem_bytes: int) -> bool:
-    """Whether tilec has a norm's backward of `rows` rows of `row` elements fused into one
-    mix-order kernel where stock's size checks would not (`tilec.frontend.fusion`): tilec takes
-    kernels of this graph with the Triton emitter, and the GPU's table has a measured range that
-    covers the shape (`chooser.MIX_ORDER_FUSIONS`)."""
+def fuses_mix_order(device: Any, rows: int, row: int, elem_bytes: int, sums: int = 1, row_inputs: int = 2) -> bool:
+    """Whether tilec has a norm's backward of `rows` rows of `row` elements (`sums` column sums,
+    `row_inputs` whole rows read) fused into one mix-order kernel where stock's size checks would
+    not (`tilec.frontend.fusion`): tilec takes kernels of this graph, and the GPU's table has a
+    measured range that covers the shape (`chooser.MIX_ORDER_FUSIONS`): one measured with the
+    kernel's Gluon ring form only where the Gluon emitter can run, and only such a range where the
+    emitter is forced to Gluon (the banded Triton kernel measured in the others does not run)."""
     from tilec.passes.chooser import mix_order_fusion
 
-    if device.type != "cuda" or cfg.emitter == "gluon" or decline_reason(device) is not None:
+    if device.type != "cuda" or decline_reason(device) is not None:
         return False
-    return mix_order_fusion(device_target(device).name, rows, row, elem_bytes) is not None
+    target = device_target(device)
+    gluon = choose_emitter(device, target)[0] == "gluon"
+    fusion = mix_order_fusion(target.name, rows, row, elem_bytes, sums, row_inputs, gluon)
+    return fusion is not None and (fusion.ring or cfg.emitter != "gluon")
 
 
-MIX_ORDER_GLUON = "a mix-order reduction has a Triton plan only (tilec.config.emitter is 'gluon')"
+MIX_ORDER_GLUON = (
+    "a mix-order reduction's Gluon form (band-ring) needs static sizes and its rows in shared memory "
+    "(tilec.config.emitter is 'gluon')"
+)
+
+
+NO_RING = "the Gluon form chosen for a mix-order reduction (band-ring) could not be made"
+
+
+def ring_remarks(built: KernelBuild) -> tuple[str, ...]:
+    """Why a banded kernel built for Gluon is not in its ring form (band-ring's remarks), or ()
+    where it is: only the ring form of a banded kernel was measured in Gluon."""
+    return tuple(r for r in built.remarks if r.startswith("band-ring:")) if built.emitter == "gluon" else ()
 
 
 def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | Declined:
-    """A mix-order reduction (Inductor's fused norm backward, `node`) built as a banded Triton
-    kernel, or the reason stock Inductor keeps it. Lowers copies of the node's column reductions:
+    """A mix-order reduction (Inductor's fused norm backward, `node`) built as a banded kernel —
+    Triton, or on Hopper with static sizes Gluon in its ring form (`build.banded_gluon_pipeline`)
+    — or the reason stock Inductor keeps it. Lowers copies of the node's column reductions:
     changes nothing in Inductor. The build's planned `RSPLIT` is the band the wrapper must use.
     The autotuner's timings decide where it runs (`autotune.wanted`), else the GPU's table."""
     from tilec.frontend import Unsupported, lower
@@ -255,9 +273,11 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
     reason = decline_reason(device)
     if reason is not None:
         return Declined(reason)
-    if cfg.emitter == "gluon":
-        return Declined(MIX_ORDER_GLUON)
     target = device_target(device)
+    emitter, reason = choose_emitter(device, target)
+    if emitter is None:
+        assert reason is not None
+        return Declined(reason)
     key: SignatureKey | None = None
     try:
         features = mix_order_features(scheduling, node)
@@ -267,29 +287,39 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
         key = signature_key(lowered.kernel, int(lowered.numel) if lowered.numel is not None else None)
         from tilec.inductor import autotune
 
+        # the Gluon form: Hopper, static sizes
+        ring = emitter == "gluon" and lowered.numel is not None and lowered.rnumel is not None
+        if cfg.emitter == "gluon" and not ring:
+            return Declined(MIX_ORDER_GLUON, key)
         # a symbolic row count: banded for the rows it was traced with
         traced_rows = f"rows={banded_sizes(lowered)[0]}" if lowered.numel is None else ""
         sized = band_options(target)
 
-        def with_band(options: str) -> str:
-            return ",".join(o for o in (options, traced_rows, sized) if o)
+        def built_as(candidate: str) -> KernelBuild:
+            kind, options = autotune.split(candidate)
+            if kind == "triton":
+                options = ",".join(o for o in (options, traced_rows, sized) if o)
+            made = build(lowered, kind, device.type, options)
+            if ring_remarks(made):
+                raise RuntimeError(f"no ring form: {'; '.join(ring_remarks(made))}")
+            return made
 
-        cands = autotune.mix_order_candidates(cfg.decline, target)
+        cands = autotune.mix_order_candidates(cfg.decline, target, gluon=ring)
         tuned = None
         if len(cands) > 1 and autotune.wanted(device, target):
-            tuned = autotune.tune(
-                scheduling,
-                features,
-                lowered,
-                device,
-                cands,
-                lambda c: build(lowered, "triton", device.type, with_band(autotune.split(c)[1])),
-                banded=True,
-            )
-        decided = _decided(tuned, lowered.kernel, False, "triton" if cfg.emitter == "triton" else None, target)
+            tuned = autotune.tune(scheduling, features, lowered, device, cands, built_as, banded=True)
+        forced = cfg.emitter if cfg.emitter != "auto" else None
+        decided = _decided(tuned, lowered.kernel, ring, forced, target)
         if isinstance(decided, str):
             return _declined(decided, key, lowered, tuned)
-        built = _with_facts(build(lowered, "triton", device.type, with_band(decided[1])), key, lowered, tuned)
+        kind, options = decided
+        try:
+            made = built_as(f"{kind}{{{options}}}" if options else kind)
+        except RuntimeError as e:
+            if not str(e).startswith("no ring form") or cfg.strict:
+                raise
+            return _declined(f"{NO_RING}: {e}", key, lowered, tuned)
+        built = _with_facts(made, key, lowered, tuned)
         # named as stock names it: a persistent reduction (the whole row one block)
         built.stem = re.sub(r"^triton_red_", "triton_per_", name_stem(lowered, list(features.node_schedule)))
         return built

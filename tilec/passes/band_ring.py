@@ -17,7 +17,9 @@ row. Here, planned one row a step (XBLOCK = 1), those reads come from shared mem
   committed as a group: the next row streams in while this one is finished, K groups pending
   when the next row starts, in chunk order;
 - the weights (reads that do not move with the row: the same chunk every row) are copied once
-  into slots of their own before the band's first row, one group, and read from there;
+  into slots of their own before the band's first row, one group, and read from there — where
+  their slots and the row inputs' fit in shared memory together; else they stay reads of global
+  memory (from L2 after the first row), the row inputs' slots alone;
 - after the band loop every copy is waited for.
 
 x and dy thus come from HBM once a row and the weights once a program. On the H100
@@ -29,8 +31,9 @@ a copy: RMSNorm 4096x32768 85.4 (a hand-written kernel of the form 88.6, stock 5
 Gluon only (cp.async, shared memory). Runs after `plan` (the buffers take the loads' shapes) and
 before `canonicalize`, `cse` and `dce`, which drop the reads it replaced. It leaves a kernel with
 a remark where the band is not one row a step in chunks, a read's offsets are not affine in the
-row, its inputs' chunks do not pair up, or the slots do not fit the shared memory. Option
-`smem_budget`: the bytes of shared memory the slots may take (the H100's 227 KiB).
+row, its inputs' chunks do not pair up, or the row inputs' slots do not fit the shared memory.
+Options: `smem_budget`, the bytes of shared memory the slots may take (the H100's 227 KiB);
+`weights=false`, the weights' chunks never cached.
 
 Before (K = 2; `%s` the statistics' reads, `%c` the column loop's, `%w` the weight's):
     %col = tile.for %x = %band_start to %band_end step %c1 iter_args(...) {
@@ -80,7 +83,7 @@ def _key(load: LoadOp) -> Key | None:
     return id(load.ptr), tuple(sorted(form.coeffs.items())), form.const
 
 
-def ring_band(kernel: Kernel, smem_budget: int = DEFAULT.smem_per_block) -> str | None:
+def ring_band(kernel: Kernel, smem_budget: int = DEFAULT.smem_per_block, weights: bool = True) -> str | None:
     """Rewrites `kernel`'s band as the module docstring says; returns why not when it does not."""
     band = band_loop(kernel)
     if band is None:
@@ -141,11 +144,21 @@ def ring_band(kernel: Kernel, smem_budget: int = DEFAULT.smem_per_block) -> str 
     if last != sorted(last):
         return "its chunks' last reads are not in chunk order"
 
-    # the slots: K a pointer, shaped like its reads
+    # the slots: K a pointer, shaped like its reads; where the row inputs' and the weights' do not
+    # fit together, the row inputs' alone (the weights' chunks then read from global memory every
+    # row: from L2 after the first)
     buffers = {ptr_id: copy_slots(reads[keys[0]][0], k) for ptr_id, keys in chunks.items()}
-    budget = sum(int(evaluate(t.nbytes(), kernel.bound_constexprs())) for t in buffers.values())
-    if budget > smem_budget:
-        return f"its {k} chunks of {len(chunks)} inputs take {budget} bytes of shared memory, more than {smem_budget}"
+    nbytes = {p: int(evaluate(t.nbytes(), kernel.bound_constexprs())) for p, t in buffers.items()}
+    if sum(nbytes.values()) > smem_budget or not weights:
+        row_ptrs = {key[0] for key in rows}
+        need = sum(nbytes[p] for p in row_ptrs)
+        if need > smem_budget:
+            inputs = len(row_ptrs)
+            return f"its {k} chunks of {inputs} row inputs take {need} bytes of shared memory, more than {smem_budget}"
+        for ptr_id in [p for p in chunks if p not in row_ptrs]:
+            for key in chunks.pop(ptr_id):
+                del reads[key]
+            del buffers[ptr_id]
     b = Builder.before(band)
     slots: dict[int, Value] = {}
     for ptr_id, keys in chunks.items():
@@ -172,10 +185,10 @@ def ring_band(kernel: Kernel, smem_budget: int = DEFAULT.smem_per_block) -> str 
         bld.create("tile.async_copy", slot(bld, key), first.ptr, offsets, *([mask] if mask is not None else []))
 
     # before the band: the weights' chunks, one group; the band's first row, a group a chunk
-    weights = [key for key in reads if not moves[key]]
-    for key in weights:
+    constant = [key for key in reads if not moves[key]]
+    for key in constant:
         copy(b, key, None, None)
-    if weights:
+    if constant:
         b.create("tile.async_commit")
     has_rows = b.op("tile.cmp", band.lower, band.upper, type=i1, predicate="lt", name_hint="band_rows")
     for c in range(k):
@@ -220,9 +233,10 @@ class BandRing(Pass):
 
     name = "band-ring"
     smem_budget: int = DEFAULT.smem_per_block
+    weights: bool = True  # the weights' chunks cached too, where they fit
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
-            why = ring_band(kernel, self.smem_budget)
+            why = ring_band(kernel, self.smem_budget, self.weights)
             if why is not None:
                 self.remark(kernel, why)

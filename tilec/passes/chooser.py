@@ -556,31 +556,101 @@ RULES: tuple[Rule, ...] = (
         plan="xblock=1,chunk=16384,num_warps=16",
         row_inputs=2,
     ),
+    # Then the norms' backward over rows of 16384 and 32768 fused into one mix-order kernel, its Gluon ring form (band-ring) among the autotuner's candidates: `bench/rules.py --kernels RUN --families mix-order` on `tilec bench --bwd` runs with the autotuner on, each mix-order kernel timed in place against stock's and the banded Triton kernel's, device microseconds: RMSNorm, plain and residual-fused, 4096 and 8192 rows of 16384 and 32768; then LayerNorm, plain and residual-fused, and the residual-fused RMSNorm read by two projections, rows of 8192 and 16384. Before the fan-out run, whose rules cover the mix-order rows these runs do not
+    Rule(
+        "mix-order",
+        32768,
+        131072,
+        "gluon",
+        "2026-11-28-h100-ring-fusion",
+        "4096x16384 159.6 vs 172.9 us; 8192x16384 299.9 vs 330.5 us; 4096x32768 322.6 vs 4574.4 us; 8192x32768 613.5 vs 9635.7 us",
+        row_inputs=2,
+    ),
+    Rule(
+        "mix-order",
+        32768,
+        131072,
+        "gluon",
+        "2026-11-28-h100-ring-fusion",
+        "4096x16384 204.0 vs 256.2 us; 8192x16384 382.9 vs 495.9 us; 4096x32768 431.9 vs 6230.5 us; 8192x32768 825.2 vs 12882.3 us",
+        row_inputs=3,
+    ),
+    Rule(
+        "mix-order",
+        16384,
+        32768,
+        "triton",
+        "2026-11-28-h100-ring-kernels",
+        "8192x8192 157.1 vs 229.4 us; 8192x8192 153.2 vs 195.8 us",
+        row_inputs=2,
+    ),
+    Rule(
+        "mix-order", 16384, 32768, "triton", "2026-11-28-h100-ring-kernels", "8192x8192 216.2 vs 263.8 us", row_inputs=3
+    ),
+    Rule(
+        "mix-order", 16384, 32768, "triton", "2026-11-28-h100-ring-kernels", "8192x8192 247.0 vs 266.3 us", row_inputs=4
+    ),
+    Rule(
+        "mix-order",
+        32768,
+        65536,
+        "gluon",
+        "2026-11-28-h100-ring-kernels",
+        "4096x16384 250.5 vs 307.3 us; 8192x16384 479.9 vs 599.9 us",
+        row_inputs=4,
+    ),
     Rule(
         "mix-order",
         0,
+        16384,
+        "triton",
+        "2026-11-26-h100-fanout",
+        "4096x2048 75.6 vs 59.3; 8192x2048 80.5 vs 70.9; 16384x2048 86.3 vs 77.5; 32768x2048 89.5 vs 80.4; 4096x2048 59.9 vs 46.3; 8192x2048 68.0 vs 55.6; 16384x2048 76.9 vs 67.7; 32768x2048 83.6 vs 72.0; 4096x2048 74.9 vs 58.8; 8192x2048 80.1 vs 70.2; 16384x2048 86.1 vs 77.5; 32768x2048 89.4 vs 80.4; 8192x4096 85.1 vs 72.2; 16384x4096 88.8 vs 80.9; 32768x4096 92.2 vs 83.1; 8192x4096 78.0 vs 58.7; 16384x4096 83.8 vs 70.5; 32768x4096 89.6 vs 73.3; 8192x4096 85.8 vs 71.9; 16384x4096 90.1 vs 81.1; 32768x4096 92.2 vs 83.0",
+        row_inputs=2,
+    ),
+    Rule(
+        "mix-order",
+        131072,
         2**62,
         "triton",
         "2026-11-26-h100-fanout",
-        "4096x2048 75.6 vs 59.3; 8192x2048 80.5 vs 70.9; 16384x2048 86.3 vs 77.5; 32768x2048 89.5 vs 80.4; 4096x2048 59.9 vs 46.3; 8192x2048 68.0 vs 55.6; 16384x2048 76.9 vs 67.7; 32768x2048 83.6 vs 72.0; 4096x2048 74.9 vs 58.8; 8192x2048 80.1 vs 70.2; 16384x2048 86.1 vs 77.5; 32768x2048 89.4 vs 80.4; 8192x4096 85.1 vs 72.2; 16384x4096 88.8 vs 80.9; 32768x4096 92.2 vs 83.1; 8192x4096 78.0 vs 58.7; 16384x4096 83.8 vs 70.5; 32768x4096 89.6 vs 73.3; 8192x4096 85.8 vs 71.9; 16384x4096 90.1 vs 81.1; 32768x4096 92.2 vs 83.0; 16384x8192 92.0 vs 77.5; 16384x8192 88.3 vs 69.0; 16384x8192 91.8 vs 77.4; 32768x16384 86.1 vs 82.2; 32768x16384 55.4 vs 44.4; 32768x16384 89.6 vs 86.5",
+        "4096x2048 75.6 vs 59.3; 8192x2048 80.5 vs 70.9; 16384x2048 86.3 vs 77.5; 32768x2048 89.5 vs 80.4; 4096x2048 59.9 vs 46.3; 8192x2048 68.0 vs 55.6; 16384x2048 76.9 vs 67.7; 32768x2048 83.6 vs 72.0; 4096x2048 74.9 vs 58.8; 8192x2048 80.1 vs 70.2; 16384x2048 86.1 vs 77.5; 32768x2048 89.4 vs 80.4; 8192x4096 85.1 vs 72.2; 16384x4096 88.8 vs 80.9; 32768x4096 92.2 vs 83.1; 8192x4096 78.0 vs 58.7; 16384x4096 83.8 vs 70.5; 32768x4096 89.6 vs 73.3; 8192x4096 85.8 vs 71.9; 16384x4096 90.1 vs 81.1; 32768x4096 92.2 vs 83.0",
         row_inputs=2,
     ),
     Rule(
         "mix-order",
         0,
+        16384,
+        "triton",
+        "2026-11-26-h100-fanout",
+        "4096x2048 69.1 vs 56.1; 8192x2048 76.4 vs 65.0; 32768x2048 88.2 vs 78.9; 4096x2048 83.0 vs 67.4; 8192x2048 86.9 vs 78.6; 32768x2048 92.2 vs 88.2; 8192x4096 83.0 vs 67.6; 16384x4096 88.3 vs 78.8; 8192x4096 90.2 vs 79.3; 16384x4096 92.4 vs 86.9",
+        row_inputs=3,
+    ),
+    Rule(
+        "mix-order",
+        131072,
         2**62,
         "triton",
         "2026-11-26-h100-fanout",
-        "4096x2048 69.1 vs 56.1; 8192x2048 76.4 vs 65.0; 32768x2048 88.2 vs 78.9; 4096x2048 83.0 vs 67.4; 8192x2048 86.9 vs 78.6; 32768x2048 92.2 vs 88.2; 8192x4096 83.0 vs 67.6; 16384x4096 88.3 vs 78.8; 8192x4096 90.2 vs 79.3; 16384x4096 92.4 vs 86.9; 16384x8192 87.9 vs 78.3; 16384x8192 89.9 vs 85.4; 32768x16384 55.4 vs 45.7; 32768x16384 81.1 vs 74.6",
+        "4096x2048 69.1 vs 56.1; 8192x2048 76.4 vs 65.0; 32768x2048 88.2 vs 78.9; 4096x2048 83.0 vs 67.4; 8192x2048 86.9 vs 78.6; 32768x2048 92.2 vs 88.2; 8192x4096 83.0 vs 67.6; 16384x4096 88.3 vs 78.8; 8192x4096 90.2 vs 79.3; 16384x4096 92.4 vs 86.9",
         row_inputs=3,
     ),
     Rule(
         "mix-order",
         0,
+        16384,
+        "triton",
+        "2026-11-26-h100-fanout",
+        "4096x2048 90.7 vs 76.3; 8192x2048 92.6 vs 84.5; 32768x2048 95.7 vs 91.8; 4096x2048 77.9 vs 64.2; 8192x2048 83.3 vs 71.7; 32768x2048 92.1 vs 84.4; 4096x2048 90.0 vs 75.1; 8192x2048 92.0 vs 85.0; 32768x2048 95.4 vs 91.4; 8192x4096 94.4 vs 85.7; 16384x4096 94.8 vs 91.3; 8192x4096 88.4 vs 74.4; 16384x4096 91.4 vs 84.0; 8192x4096 94.2 vs 85.7; 16384x4096 95.1 vs 91.7",
+        row_inputs=4,
+    ),
+    Rule(
+        "mix-order",
+        65536,
         2**62,
         "triton",
         "2026-11-26-h100-fanout",
-        "4096x2048 90.7 vs 76.3; 8192x2048 92.6 vs 84.5; 32768x2048 95.7 vs 91.8; 4096x2048 77.9 vs 64.2; 8192x2048 83.3 vs 71.7; 32768x2048 92.1 vs 84.4; 4096x2048 90.0 vs 75.1; 8192x2048 92.0 vs 85.0; 32768x2048 95.4 vs 91.4; 8192x4096 94.4 vs 85.7; 16384x4096 94.8 vs 91.3; 8192x4096 88.4 vs 74.4; 16384x4096 91.4 vs 84.0; 8192x4096 94.2 vs 85.7; 16384x4096 95.1 vs 91.7; 16384x8192 94.8 vs 91.4; 16384x8192 92.1 vs 80.0; 16384x8192 94.7 vs 91.8; 32768x16384 91.4 vs 75.0; 32768x16384 65.0 vs 50.6; 32768x16384 91.2 vs 78.4",
+        "4096x2048 90.7 vs 76.3; 8192x2048 92.6 vs 84.5; 32768x2048 95.7 vs 91.8; 4096x2048 77.9 vs 64.2; 8192x2048 83.3 vs 71.7; 32768x2048 92.1 vs 84.4; 4096x2048 90.0 vs 75.1; 8192x2048 92.0 vs 85.0; 32768x2048 95.4 vs 91.4; 8192x4096 94.4 vs 85.7; 16384x4096 94.8 vs 91.3; 8192x4096 88.4 vs 74.4; 16384x4096 91.4 vs 84.0; 8192x4096 94.2 vs 85.7; 16384x4096 95.1 vs 91.7",
         row_inputs=4,
     ),
     Rule(
@@ -2148,9 +2218,14 @@ TABLES: dict[str, tuple[Rule, ...]] = {H100.name: RULES, H200.name: H200_RULES}
 class MixOrderFusion:
     """Shapes of a norm's backward at which tilec has its dx and its column sums fused into one
     mix-order kernel where stock Inductor's own size checks would keep them apart (fewer than
-    twice as many rows as the row is long, or fewer than 4096 rows: docs/hook.md), because the
-    banded kernel was measured faster there than the kernels it replaces: at least `min_rows` rows
-    of `min_row` to `max_row` elements (inclusive) of `elem_bytes` bytes."""
+    twice as many rows as the row is long, fewer than 4096 rows, rows past 16384 elements:
+    docs/hook.md), because the banded kernel was measured faster there than the kernels it
+    replaces: at least `min_rows` rows of `min_row` to `max_row` elements (inclusive) of
+    `elem_bytes` bytes; with at most `max_sums` column sums (the weights' gradients) and
+    `max_row_inputs` whole rows read (x, dy, a residual's gradient) where those are set; and,
+    where `ring` is set, only where the Gluon emitter can run, the range having been measured
+    with the banded kernel's Gluon form (`band-ring`: its rows in shared memory, which must hold
+    them)."""
 
     min_rows: int
     min_row: int
@@ -2158,9 +2233,21 @@ class MixOrderFusion:
     elem_bytes: int
     run: str
     figures: str  # "MxN banded vs stock's unfused kernels" per op and shape, % of a copy
+    max_sums: int | None = None
+    max_row_inputs: int | None = None
+    ring: bool = False
 
-    def covers(self, rows: int, row: int, elem_bytes: int) -> bool:
-        return rows >= self.min_rows and self.min_row <= row <= self.max_row and elem_bytes == self.elem_bytes
+    def covers(
+        self, rows: int, row: int, elem_bytes: int, sums: int = 1, row_inputs: int = 2, gluon: bool = True
+    ) -> bool:
+        return (
+            rows >= self.min_rows
+            and self.min_row <= row <= self.max_row
+            and elem_bytes == self.elem_bytes
+            and (self.max_sums is None or sums <= self.max_sums)
+            and (self.max_row_inputs is None or row_inputs <= self.max_row_inputs)
+            and (gluon or not self.ring)
+        )
 
 
 # By GPU, as TABLES: measured with `tilec bench --bwd` (tilec's banded kernel, the hook fusing it,
@@ -2173,35 +2260,60 @@ class MixOrderFusion:
 # chunks (band-chunks); before that, LayerNorm lost at rows of 16384 (43.1 vs 45.5 at 4096x16384,
 # bench/results/2026-11-26-h200-fusion) and the range stopped at 8192. Square shapes, which stock never fuses (tilec.frontend.fusion), measured faster fused
 # on both: the H100 at 4096x4096 to 16384x16384 (1.24-2.04x, bench/results/2026-11-26-h100-square-fusion),
-# the H200 at 4096x4096 and 8192x8192 (1.30-2.12x, ../2026-11-26-h200-square-fusion). A GPU without
-# an entry fuses what stock fuses.
-MIX_ORDER_FUSIONS: dict[str, MixOrderFusion] = {
-    H100.name: MixOrderFusion(
-        2048,
-        4096,
-        16384,
-        2,
-        "2026-11-26-h100-fusion",
-        "rmsnorm_bwd 6144x4096 76.1 vs 52.2; layernorm_bwd 4096x16384 51.3 vs 46.3; add_rmsnorm_bwd 4096x16384 "
-        "76.7 vs 61.4; add_rmsnorm_mlp_bwd 2048x4096 89.8 vs 67.8; add_layernorm_mlp_bwd 4096x16384 62.3 vs 47.5",
+# the H200 at 4096x4096 and 8192x8192 (1.30-2.12x, ../2026-11-26-h200-square-fusion). The H100's
+# first range, rows of 16384 to 32768 with one column sum and two whole rows read where Inductor
+# asks (RMSNorm, plain and residual-fused), holds for the banded kernel's Gluon ring form
+# (`band-ring`; its rules: the table's mix-order rules from 2026-11-28-h100-ring-fusion), 1.44-1.71x
+# stock's unfused kernels at rows of 32768; LayerNorm (two column sums) there measured 52-63% of a
+# copy in that form against 55% unfused (../2026-11-27-h100-ring-backward), and stays unfused.
+# Ranges are tried in order. A GPU without an entry fuses what stock fuses.
+MIX_ORDER_FUSIONS: dict[str, tuple[MixOrderFusion, ...]] = {
+    H100.name: (
+        MixOrderFusion(
+            4096,
+            16384,
+            32768,
+            2,
+            "2026-11-28-h100-ring-fusion",
+            "rmsnorm_bwd 4096x32768 85.4 vs 58.5; rmsnorm_bwd 8192x32768 88.1 vs 59.0; add_rmsnorm_bwd 4096x32768 85.0 "
+            "vs 51.7; add_rmsnorm_bwd 8192x32768 87.7 vs 51.2; rmsnorm_bwd 4096x16384 88.9 vs 56.0",
+            max_sums=1,
+            max_row_inputs=2,
+            ring=True,
+        ),
+        MixOrderFusion(
+            2048,
+            4096,
+            16384,
+            2,
+            "2026-11-26-h100-fusion",
+            "rmsnorm_bwd 6144x4096 76.1 vs 52.2; layernorm_bwd 4096x16384 51.3 vs 46.3; add_rmsnorm_bwd 4096x16384 "
+            "76.7 vs 61.4; add_rmsnorm_mlp_bwd 2048x4096 89.8 vs 67.8; add_layernorm_mlp_bwd 4096x16384 62.3 vs 47.5",
+        ),
     ),
-    H200.name: MixOrderFusion(
-        2048,
-        4096,
-        16384,
-        2,
-        "2026-11-26-h200-fusion-16384",
-        "rmsnorm_bwd 4096x16384 71.4 vs 55.0; layernorm_bwd 4096x16384 60.3 vs 44.8; add_rmsnorm_bwd 8192x16384 "
-        "62.2 vs 61.5; add_rmsnorm_mlp_bwd 2048x4096 97.2 vs 66.0; add_layernorm_mlp_bwd 4096x16384 55.7 vs 46.8",
+    H200.name: (
+        MixOrderFusion(
+            2048,
+            4096,
+            16384,
+            2,
+            "2026-11-26-h200-fusion-16384",
+            "rmsnorm_bwd 4096x16384 71.4 vs 55.0; layernorm_bwd 4096x16384 60.3 vs 44.8; add_rmsnorm_bwd 8192x16384 "
+            "62.2 vs 61.5; add_rmsnorm_mlp_bwd 2048x4096 97.2 vs 66.0; add_layernorm_mlp_bwd 4096x16384 55.7 vs 46.8",
+        ),
     ),
 }
 
 
-def mix_order_fusion(gpu: str, rows: int, row: int, elem_bytes: int) -> MixOrderFusion | None:
+def mix_order_fusion(
+    gpu: str, rows: int, row: int, elem_bytes: int, sums: int = 1, row_inputs: int = 2, gluon: bool = True
+) -> MixOrderFusion | None:
     """The measured range that has tilec fuse a norm's backward of `rows` rows of `row` elements on
-    `gpu` where stock Inductor would not, or None."""
-    fusion = MIX_ORDER_FUSIONS.get(gpu)
-    return fusion if fusion is not None and fusion.covers(rows, row, elem_bytes) else None
+    `gpu` where stock Inductor would not, or None: with `sums` column sums and `row_inputs` whole
+    rows read, `gluon` whether the Gluon emitter can run (`MixOrderFusion.covers`)."""
+    return next(
+        (f for f in MIX_ORDER_FUSIONS.get(gpu, ()) if f.covers(rows, row, elem_bytes, sums, row_inputs, gluon)), None
+    )
 
 
 # A family whose kernels a GPU's table may not cover on their own -> the family whose rules then
