@@ -428,16 +428,24 @@ def test_a_range_past_rows_of_16384_has_them_fused(op: str, fused: bool) -> None
     at 4096x32768 is one banded kernel (the residual-fused one too, whose residual's gradient
     joins it after), whose 32768 column sums band-chunks takes in four chunks for Triton;
     LayerNorm's (two column sums) and the form read by two projections (three rows) stay apart,
-    and so does every shape where the Gluon emitter cannot run."""
+    and so does every shape where the Gluon emitter cannot run. Every question about LayerNorm
+    counts both its column sums, dB's too when asked about dW alone (it could be fused in after)."""
     from tilec.dump import table_fusion
     from tilec.passes.chooser import mix_order_fusion
 
     def without_gluon(device: Any, rows: int, row: int, elem: int, sums: int, row_inputs: int) -> bool:
         return mix_order_fusion("NVIDIA H100 80GB HBM3", rows, row, elem, sums, row_inputs, gluon=False) is not None
 
+    asked: list[tuple[int, ...]] = []
+
+    def recorded(*args: Any) -> bool:
+        asked.append(args[1:])
+        return table_fusion(*args)
+
     gm, inputs = backward_graph(4096, 32768, op)
-    k = banded(capture(gm, inputs, strict=True, fuse=table_fusion))
+    k = banded(capture(gm, inputs, strict=True, fuse=recorded))
     assert (k is not None) == fused
+    assert asked and {a[3] for a in asked} == {2 if op == "layernorm" else 1}, asked
     assert banded(capture(gm, inputs, strict=True, fuse=without_gluon)) is None
     if fused:
         assert k.result.kernel.constexprs["RBLOCK"] == 32768

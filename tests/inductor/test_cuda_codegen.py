@@ -246,3 +246,19 @@ def test_a_mix_order_kernel_in_its_gluon_ring_form(codegen: Callable[..., str]) 
     assert (
         ".sum(dim=0)" not in code and len([n for n in definitions(code) if n.startswith("tilec_workspace_sums_")]) == 1
     )
+
+
+def test_a_mix_order_kernel_without_a_ring_form_stays_stock_under_gluon(codegen: Callable[..., str]) -> None:
+    """RMSNorm's backward at 4096x2048, which Inductor fuses itself: its row is one chunk, so the
+    Gluon ring form cannot be made (band-ring's remark); with the Gluon emitter forced the kernel
+    stays stock's, the reason naming the remark, strict mode or not (a decline, not a failure)."""
+    from tilec.inductor.policy import NO_RING
+
+    sys.path.insert(0, str(ROOT / "tests" / "frontend"))
+    from test_mix_order import backward_graph
+
+    gm, inputs = backward_graph(4096, 2048, "rmsnorm")
+    with tilec.config.patch(emitter="gluon", strict=True):
+        codegen(gm, *inputs)
+    (banded,) = [r for r in tilec.report() if r.signature and r.signature[0] == "mix-order"]
+    assert not banded.taken and banded.reason == f"{NO_RING}: band-ring: its row is not in chunks (band-chunks)"

@@ -107,17 +107,32 @@ def _fuses(cls: Any, stock: Any, node1: Any, node2: Any) -> bool:
     sizes = {V.graph.get_dtype(name).itemsize for name in cls.get_common_read(node1, node2)}
     if len(sizes) != 1:
         return False
-    sums, row_inputs = _sums_and_rows(other, (node1, node2), int(nrow) * int(ncol))
+    sums, row_inputs = _sums_and_rows(cls, contiguous, other, (int(nrow), int(ncol)))
     return bool(decide(device, int(nrow), int(ncol), sizes.pop(), sums, row_inputs))
 
 
-def _sums_and_rows(other: Any, nodes: tuple[Any, Any], numel: int) -> tuple[int, int]:
-    """The column sums the fused kernel would compute (the reductions of `other`, the node that
-    does not read its rows contiguously: a weight's gradient each) and the whole rows it reads (the
-    buffers of `numel` elements either node reads: x, dy, a residual's gradient)."""
+def _sums_and_rows(cls: Any, contiguous: Any, other: Any, shape: tuple[int, int]) -> tuple[int, int]:
+    """The column sums the fused kernel may come to compute — the reductions of `other` (the node
+    that does not read its rows contiguously: a weight's gradient each), and those of every other
+    column reduction of the graph over the same rows, which the scheduler may fuse in later
+    (LayerNorm's dB beside its dW: asked about dW alone first, the answer must hold for both) —
+    and the whole rows it reads (the buffers of M x N elements either node reads: x, dy, a
+    residual's gradient)."""
     from torch._inductor.virtualized import V
 
+    nodes = (contiguous, other)
+    pair = {id(n) for node in nodes for n in node.get_nodes()}
     sums = sum(1 for n in other.get_nodes() if n.is_reduction())
+    for node in contiguous.scheduler.nodes:
+        if not node.is_reduction() or any(id(n) in pair for n in node.get_nodes()):
+            continue
+        try:
+            columns = tuple(cls.get_numel_rnumel(node)) == shape[::-1] and not cls.is_contiguous_node(node)
+        except Exception:  # a node of more than one shape: not a column reduction of these rows
+            continue
+        if columns and cls.get_common_read(contiguous, node):
+            sums += sum(1 for n in node.get_nodes() if n.is_reduction())
+    numel = shape[0] * shape[1]
     names = {dep.name for node in nodes for dep in node.read_writes.reads}
     rows = 0
     for name in names:
