@@ -87,11 +87,24 @@ def dump(
         f"// {entry.path.name}:{entry.func_name}, shape {shape_text}, {dtype}, {where}: "
         f"{len(kernels)} Triton kernel{'s' if len(kernels) != 1 else ''}\n"
     )
+    banded = ""
     if emit and not pipeline:
         pipeline = f"{emit}-default"
         header += f"// -p {pipeline} (the {emit} emitter's default pipeline)\n"
+        if emit == "gluon" and any(getattr(k.result, "column_sums", None) for k in kernels):
+            from tilec import config
+
+            banded = config.pipelines.get("gluon-banded", "gluon-ring")
+            header += f"// -p {banded} for a banded kernel (a norm's fused backward), as the hook builds it\n"
     text, failures = format_kernels(
-        kernels, ir=ir, pipeline=pipeline, source=source, emit=emit, check=check, remarks=remarks
+        kernels,
+        ir=ir,
+        pipeline=pipeline,
+        source=source,
+        emit=emit,
+        check=check,
+        remarks=remarks,
+        banded_pipeline=banded,
     )
     return header + text, failures
 
@@ -115,10 +128,12 @@ def format_kernels(
     emit: str | None = None,
     check: str | None = None,
     remarks: bool = False,
+    banded_pipeline: str = "",
 ) -> tuple[str, int]:
     """Per captured kernel: Inductor's name, the summary line, (with `remarks` and a pipeline)
     why each pass left the kernel or part of it as it was, then (with `ir`) its tile IR and (with
-    `emit`) the emitted source; with `check`, that source's ahead-of-time compile.
+    `emit`) the emitted source; with `check`, that source's ahead-of-time compile. A banded kernel
+    (a mix-order reduction) runs `banded_pipeline` in place of `pipeline` where it is given.
     Returns the text and the number of kernels that failed to compile."""
     from tilec.frontend.result import Lowered
     from tilec.ir import Module, print_module, verify
@@ -135,12 +150,13 @@ def format_kernels(
             continue
         module = Module([k.result.kernel])
         verify(module)
-        if pipeline:
+        own = banded_pipeline if banded_pipeline and k.result.column_sums else pipeline
+        if own:
             from tilec.passes import run_pipeline
             from tilec.passes.base import collecting_remarks
 
             with collecting_remarks() as made:
-                run_pipeline(module, pipeline)
+                run_pipeline(module, own)
             if remarks:
                 lines.extend(f"// {r}" for r in made)
         if ir:

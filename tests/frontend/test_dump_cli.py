@@ -272,3 +272,17 @@ def test_remarks_say_why_each_pass_left_a_kernel(capsys: pytest.CaptureFixture[s
     assert out.index(f"// {kernel}") < out.index("// remark:") < out.index("tile.kernel")
     code, out, err = run(capsys, "dump", RMSNORM, "--shape", "64,1000", "--remarks")
     assert code == 2 and "--remarks prints what the passes say; add -p PIPELINE" in err
+
+
+def test_gluon_dumps_a_banded_kernel_through_the_hooks_pipeline(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--emit gluon` on RMSNorm's backward at 4096x32768 (fused on the fake H100: its table's ring
+    range): the banded kernel runs `gluon-ring`, as the hook builds it (the header says so), its
+    row's chunks copied into rings by cp.async, refilled behind CTA barriers; at rows of 2048 no
+    kernel is banded and the header does not say it."""
+    backward = str(ROOT / "examples" / "rmsnorm_backward.py")
+    code, out, err = run(capsys, "dump", "--emit", "gluon", backward, "--shape", "4096,32768")
+    assert code == 0, err
+    assert "// -p gluon-ring for a banded kernel (a norm's fused backward), as the hook builds it" in out
+    assert "async_copy_global_to_shared" in out and "gl.thread_barrier()" in out, out[-2000:]
+    code, out, err = run(capsys, "dump", "--emit", "gluon", RMSNORM, "--shape", "64,1000")
+    assert code == 0 and "for a banded kernel" not in out, err
