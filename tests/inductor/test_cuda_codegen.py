@@ -262,3 +262,31 @@ def test_a_mix_order_kernel_without_a_ring_form_stays_stock_under_gluon(codegen:
         codegen(gm, *inputs)
     (banded,) = [r for r in tilec.report() if r.signature and r.signature[0] == "mix-order"]
     assert not banded.taken and banded.reason == f"{NO_RING}: band-ring: its row is not in chunks (band-chunks)"
+
+
+def test_a_mix_order_kernel_the_rules_send_to_gluon_without_a_ring_form_runs_triton(
+    codegen: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rule taking Gluon for a mix-order kernel whose ring cannot be made (rows of 2048: one
+    chunk) gets the banded Triton kernel, not stock's; and a mix-order kernel no rule covers,
+    with the declines off, gets the banded Triton kernel by default, though its ring could be
+    made (rows of 32768): its Gluon form only where measured."""
+    from tilec.ir.target import H100
+    from tilec.passes import chooser
+
+    sys.path.insert(0, str(ROOT / "tests" / "frontend"))
+    from test_mix_order import backward_graph
+
+    gluon = chooser.Rule("mix-order", 0, 2**62, "gluon", "a test", "none", row_inputs=2)
+    monkeypatch.setitem(chooser.TABLES, H100.name, (gluon, *chooser.TABLES[H100.name]))
+    gm, inputs = backward_graph(4096, 2048, "rmsnorm")
+    codegen(gm, *inputs)
+    (banded,) = [r for r in tilec.report() if r.signature and r.signature[0] == "mix-order"]
+    assert banded.taken and banded.emitter == "triton", banded
+    monkeypatch.setitem(chooser.TABLES, H100.name, ())
+    tilec.reset_report()
+    gm, inputs = backward_graph(4096, 32768, "rmsnorm")  # rows the ring holds
+    with tilec.config.patch(decline=False):
+        codegen(gm, *inputs)
+    (banded,) = [r for r in tilec.report() if r.signature and r.signature[0] == "mix-order"]
+    assert banded.taken and banded.emitter == "triton", banded

@@ -257,7 +257,8 @@ NO_RING = "the Gluon form chosen for a mix-order reduction (band-ring) could not
 
 class NoRingError(RuntimeError):
     """A banded kernel built for Gluon without its ring form (band-ring's remarks say why): the
-    autotuner records the candidate as failed; chosen by the rules, the kernel stays stock's."""
+    autotuner records the candidate as failed; chosen by the rules, the banded Triton kernel runs
+    instead; with the Gluon emitter forced, the kernel stays stock's."""
 
 
 def ring_remarks(built: KernelBuild) -> tuple[str, ...]:
@@ -320,8 +321,10 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
         kind, options = decided
         try:
             made = built_as(f"{kind}{{{options}}}" if options else kind)
-        except NoRingError as e:  # a decline, not a failure: strict does not raise
-            return _declined(f"{NO_RING}: {e}", key, lowered, tuned)
+        except NoRingError as e:
+            if cfg.emitter == "gluon":  # a decline, not a failure: strict does not raise
+                return _declined(f"{NO_RING}: {e}", key, lowered, tuned)
+            made = built_as("triton")  # the rules' Gluon form cannot hold this kernel's rows: the banded kernel
         built = _with_facts(made, key, lowered, tuned)
         # named as stock names it: a persistent reduction (the whole row one block)
         built.stem = re.sub(r"^triton_red_", "triton_per_", name_stem(lowered, list(features.node_schedule)))

@@ -2356,4 +2356,6 @@ def choose(
         return Choice(forced, f"tilec.config.emitter = {forced!r}", plan)
     if rule is not None and rule.action in ("gluon", "triton") and (rule.action == "triton" or hopper):
         return Choice(rule.action, f"measured fastest for {where} ({rule.evidence})", rule.plan)
+    if sig.family == "mix-order":  # its Gluon form (band-ring) only where a rule measured it
+        return Choice("triton", "the default for a mix-order kernel: the banded Triton kernel")
     return Choice("gluon" if hopper else "triton", "the default: Gluon on Hopper and newer, Triton elsewhere")
