@@ -147,48 +147,19 @@ def main():
     stock_rms = torch.compile(ref_rms)
     stock_ln = torch.compile(ref_ln)
     for m, n in shapes:
-        torch.manual_seed(0)
-        x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
-        dy = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
-        w = torch.randn(n, device="cuda", dtype=torch.bfloat16)
-        xf = x.float()
-        mean = xf.mean(1)
-        rstd = torch.rsqrt(xf.var(1, unbiased=False) + 1e-6)
-        rrstd = torch.rsqrt(xf.pow(2).mean(1) + 1e-6)
-        src = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-        dst = torch.empty_like(src)
-        tc = triton.testing.do_bench(lambda: dst.copy_(src), return_mode="median")
+        cases, copy_ms = norm_case(m, n)
+        x, w, dy, rrstd = cases["rms"]
+        mean, rstd = cases["ln"][3:]
         dx = torch.empty_like(x)
-        rdx, rdw = ref_rms(x, w, dy, rrstd)
-        ldx, ldw, ldb = ref_ln(x, w, dy, mean, rstd)
+        wants = {"rms": ref_rms(*cases["rms"]), "ln": ref_ln(*cases["ln"])}
 
-        def close(a, b):
-            return bool(torch.allclose(a.float(), b.float(), atol=5e-2, rtol=2e-2))
-
-        def rec(op, variant, fn, check):
-            try:
-                fn()
-                torch.cuda.synchronize()
-                ok = check()
-                t = triton.testing.do_bench(fn, return_mode="median")
-                r = dict(op=op, m=m, n=n, variant=variant, us=round(t * 1e3, 1), pct=round(150 * tc / t, 1), ok=ok)
-            except Exception as e:
-                r = dict(op=op, m=m, n=n, variant=variant, error=str(e)[:300])
+        def rec(op, variant, fn, m=m, n=n, copy_ms=copy_ms):
+            r = dict(op=op, m=m, n=n, variant=variant, **measure(fn, wants[op], copy_ms))
             print(json.dumps(r), flush=True)
             out.write(json.dumps(r) + "\n")
 
-        rec(
-            "rms",
-            "stock",
-            lambda: stock_rms(x, w, dy, rrstd),
-            lambda: all(map(close, stock_rms(x, w, dy, rrstd), (rdx, rdw))),
-        )
-        rec(
-            "ln",
-            "stock",
-            lambda: stock_ln(x, w, dy, mean, rstd),
-            lambda: all(map(close, stock_ln(x, w, dy, mean, rstd), (ldx, ldw, ldb))),
-        )
+        rec("rms", "stock", lambda: stock_rms(*cases["rms"]))
+        rec("ln", "stock", lambda: stock_ln(*cases["ln"]))
         for per_sm in (1, 2):
             P = sms * per_sm
             part = torch.empty(2 * P, n, device="cuda", dtype=torch.float32)
@@ -206,8 +177,8 @@ def main():
                             s = part.view(2, P, n).sum(1).to(w.dtype)
                             return dx, s[0], s[1]
 
-                        rec("rms", v, frms, lambda: all(map(close, frms(), (rdx, rdw))))
-                        rec("ln", v, fln, lambda: all(map(close, fln(), (ldx, ldw, ldb))))
+                        rec("rms", v, frms)
+                        rec("ln", v, fln)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,8 @@ autotune: bool = _flag("TILEC_AUTOTUNE")
 # The pass pipeline run before each emitter (names from tilec.passes, or pipeline strings), and
 # before the Gluon emitter for a banded kernel (a norm's backward fused with its weights'
 # gradients): "gluon-banded", "gluon-ring" where the key is absent.
-pipelines: dict[str, str] = {"gluon": "gluon-default", "triton": "triton-default", "gluon-banded": "gluon-ring"}
+BANDED_GLUON = "gluon-ring"
+pipelines: dict[str, str] = {"gluon": "gluon-default", "triton": "triton-default", "gluon-banded": BANDED_GLUON}
 
 _FIELDS = ("emitter", "enabled", "strict", "decline", "autotune", "pipelines")
 
@@ -63,13 +64,16 @@ def check() -> None:
     """Raises ConfigError if a setting is invalid."""
     if emitter not in EMITTERS:
         raise ConfigError(f"tilec.config.emitter must be one of {', '.join(EMITTERS)}; got {emitter!r}")
-    for name in ("gluon", "triton", "gluon-banded"):
-        if name == "gluon-banded" and name not in pipelines:
-            continue
+    for name in ("gluon", "triton", *(["gluon-banded"] if "gluon-banded" in pipelines else [])):
         if not isinstance(pipelines.get(name), str):
             raise ConfigError(
                 f"tilec.config.pipelines[{name!r}] must be a pipeline string; got {pipelines.get(name)!r}"
             )
+
+
+def banded_gluon_pipeline() -> str:
+    """The pipeline before the Gluon emitter for a banded kernel (`pipelines["gluon-banded"]`)."""
+    return pipelines.get("gluon-banded", BANDED_GLUON)
 
 
 def fingerprint() -> str:

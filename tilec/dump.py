@@ -94,7 +94,7 @@ def dump(
         if emit == "gluon" and any(getattr(k.result, "column_sums", None) for k in kernels):
             from tilec import config
 
-            banded = config.pipelines.get("gluon-banded", "gluon-ring")
+            banded = config.banded_gluon_pipeline()
             header += f"// -p {banded} for a banded kernel (a norm's fused backward), as the hook builds it\n"
     text, failures = format_kernels(
         kernels,
@@ -109,7 +109,7 @@ def dump(
     return header + text, failures
 
 
-def table_fusion(device: Any, rows: int, row: int, elem_bytes: int, sums: int = 1, row_inputs: int = 2) -> bool:
+def table_fusion(device: Any, rows: int, row: int, elem_bytes: int, sums: int, row_inputs: int) -> bool:
     """Whether the hook fuses a norm's backward stock leaves unfused (`tilec.frontend.fusion`), by
     the table of the GPU (the H100 where it is faked) alone, with the Gluon emitter available."""
     import torch

@@ -7,6 +7,7 @@ why."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
@@ -103,13 +104,19 @@ def test_the_workspace_rows_are_summed_in_one_launch(name: str) -> None:
     check(name, m, n, list(first), list(second), list(want))
 
 
-def fused_by_table(name: str, m: int, n: int) -> tuple[bool, list[tilec.KernelRecord]]:
-    """Runs the op's backward at m x n with tilec: whether the GPU's table has it fused
-    (`chooser.MIX_ORDER_FUSIONS`, as Inductor then did), its gradients checked against eager's;
-    and tilec's records."""
+def table_range(name: str, m: int, n: int) -> Any:
+    """The GPU's measured range fusing the op's backward at m x n (`chooser.MIX_ORDER_FUSIONS`:
+    its weights' gradients are its column sums; x and dy its whole rows), or None."""
     from tilec.passes.chooser import mix_order_fusion
 
-    fused = mix_order_fusion(torch.cuda.get_device_properties(0).name, m, n, 2) is not None
+    return mix_order_fusion(torch.cuda.get_device_properties(0).name, m, n, 2, FUNCTIONS[name][1], 2)
+
+
+def fused_by_table(name: str, m: int, n: int) -> tuple[bool, list[tilec.KernelRecord]]:
+    """Runs the op's backward at m x n with tilec: whether the GPU's table has it fused
+    (`table_range`, as Inductor then did), its gradients checked against eager's; and tilec's
+    records."""
+    fused = table_range(name, m, n) is not None
     metrics.reset()
     first, second, want = gradients(name, m, n)
     assert metrics.codegen_mix_order_reduction == int(fused)
@@ -173,22 +180,29 @@ def test_the_gluon_emitter_leaves_a_mix_order_reduction_without_a_ring_form_to_s
 @pytest.mark.parametrize(("name", "m"), [("rmsnorm", 4096), ("rmsnorm", 8192), ("layernorm", 8192)])
 def test_the_ring_form_is_taken_through_the_hook(emitter: str, name: str, m: int) -> None:
     """RMSNorm's backward over rows of 32768 is fused where the GPU's table has a range for it
-    (the H100's: the ring form, one column sum), LayerNorm's at 8192x16384 everywhere the table
-    fuses rows of 16384; with the Gluon emitter forced, the mix-order kernel is the Gluon ring
-    form (`gluon-ring`); with the chooser's, whatever its rules say. Either way the gradients
+    (the H100's: measured with the ring form, one column sum), LayerNorm's at 8192x16384 where the
+    table fuses rows of 16384. With the chooser's emitter, the fused kernel is taken, in the Gluon
+    ring form (`gluon-ring`) where its range was measured with it; with the Gluon emitter forced,
+    only the ring form's ranges fuse, and the fused kernel is the ring. Either way the gradients
     equal float64 eager's within bf16's tolerance and are the same on every run."""
     n = 32768 if name == "rmsnorm" else 16384
-    fused, records = fused_by_table(name, m, n) if emitter == "auto" else (None, None)
-    if emitter == "gluon":
+    fusion = table_range(name, m, n)
+    if emitter == "auto":
+        fused, records = fused_by_table(name, m, n)
+    else:
         metrics.reset()
         with tilec.config.patch(emitter="gluon"):
             first, second, want = gradients(name, m, n)
         fused = metrics.codegen_mix_order_reduction == 1
+        assert fused == (fusion is not None and fusion.ring)
         check(name, m, n, first, second, want)
         records = tilec.report()
-        if fused:
-            (ring,) = [r for r in records if r.kernel.startswith("triton_per_")]
-            assert ring.taken and ring.emitter == "gluon" and "ring" in ring.pipeline, ring
+    banded = [r for r in records if r.signature and r.signature[0] == "mix-order"]
+    assert len(banded) == int(fused), records
+    for r in banded:
+        assert r.taken, r
+        if emitter == "gluon" or fusion.ring:
+            assert r.emitter == "gluon" and "ring" in (r.pipeline or ""), r
     print(
         f"  {name} {m}x{n} {emitter}: fused={fused} "
         + "; ".join(f"{r.kernel} {r.emitter or r.reason}" for r in records)

@@ -135,3 +135,20 @@ def test_the_backend_is_found_by_name_without_importing_tilec() -> None:
     """
     # (outside the checkout, so that the installed distribution's metadata is the one read)
     assert run_python(code, cwd=Path("/")) == "True"
+
+
+def test_the_banded_gluon_pipeline_is_optional_and_checked() -> None:
+    """`pipelines["gluon-banded"]` (the Gluon pipeline of a norm's fused backward) is `gluon-ring`
+    by default and where the key is absent (a dict of the two emitters' pipelines stays valid);
+    given, it must be a pipeline string, as the others must."""
+    assert cfg.banded_gluon_pipeline() == "gluon-ring"
+    with cfg.patch(pipelines={"gluon": "gluon-default", "triton": "triton-default"}):
+        cfg.check()
+        assert cfg.banded_gluon_pipeline() == "gluon-ring"
+    with cfg.patch(pipelines={**cfg.pipelines, "gluon-banded": "gluon-default"}):
+        assert cfg.banded_gluon_pipeline() == "gluon-default"
+    with (
+        cfg.patch(pipelines={**cfg.pipelines, "gluon-banded": None}),
+        pytest.raises(cfg.ConfigError, match="gluon-banded"),
+    ):
+        cfg.check()

@@ -275,7 +275,7 @@ def candidates(
 def mix_order_candidates(decline: bool, target: Target | None = None, gluon: bool = False) -> list[str]:
     """A mix-order reduction's candidates: tilec's banded Triton kernel with its planned band (one
     program per SM) and with two programs per SM of `target` (`bands=`); where `gluon` (Hopper,
-    static sizes), its Gluon ring form (`build.banded_gluon_pipeline`: one program an SM); and
+    static sizes), its Gluon ring form (`tilec.config.banded_gluon_pipeline`: one program an SM); and
     stock unless decline is off."""
     sms = target.sm_count if target is not None else H100.sm_count
     return ["triton", f"triton{{bands={2 * sms}}}"] + (["gluon"] if gluon else []) + ([STOCK] if decline else [])

@@ -111,16 +111,11 @@ def _tma_operands(kernel: Any, names: list[str]) -> list[tuple[int, tuple[int, .
     return out
 
 
-def banded_gluon_pipeline() -> str:
-    """The pipeline before the Gluon emitter for a banded kernel (`tilec.config.pipelines`)."""
-    return cfg.pipelines.get("gluon-banded", "gluon-ring")
-
-
 def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuild:
     """Runs the pipelines on copies of the logical kernel and emits each variant. `plan`: options
     set on the primary emitter's plan pass (the chooser's or the autotuner's plan variant). A
     banded kernel (`lowered.column_sums`: a norm's backward with its weights' gradients) built for
-    Gluon runs the banded Gluon pipeline (`banded_gluon_pipeline`), and has no Triton variant: the
+    Gluon runs the banded Gluon pipeline (`tilec.config.banded_gluon_pipeline`), and has no Triton variant: the
     two would plan different bands, and the wrapper sizes the workspace by one."""
     from tilec.ir import print_kernel
     from tilec.passes.pipelines import with_plan
@@ -130,7 +125,7 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuil
     if any(a.buffer == "?" for a in lowered.args):
         raise RuntimeError("a kernel parameter has no buffer in the wrapper")
     banded = bool(getattr(lowered, "column_sums", None))
-    gluon_name = banded_gluon_pipeline() if banded else cfg.pipelines["gluon"]
+    gluon_name = cfg.banded_gluon_pipeline() if banded else cfg.pipelines["gluon"]
     key = (text, tuple(names), emitter, plan, cfg.pipelines["triton"], gluon_name)
     built = _built.get(key)
     if built is None:
@@ -151,6 +146,11 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuil
     return KernelBuild(lowered, primary, fallback, list(tma), device)
 
 
+def _bound(kernel: Any) -> dict[str, int]:
+    """The planned kernel's bound constexprs (a banded one's RSPLIT: the wrapper's split size)."""
+    return {k: v for k, v in kernel.constexprs.items() if v is not None}
+
+
 def _emitted_gluon(
     text: str, names: list[str], pipeline: str
 ) -> tuple[Emitted, list[tuple[int, tuple[int, ...], int]]]:
@@ -158,8 +158,7 @@ def _emitted_gluon(
     from tilec.emit.gluon import emit_gluon
 
     gk, remarks = through_pipeline(text, pipeline)
-    constexprs = {k: v for k, v in gk.constexprs.items() if isinstance(v, int)}
-    emitted = Emitted("gluon", pipeline, emit_gluon(gk).source, launch_order(gk, names, "Gluon"), remarks, constexprs)
+    emitted = Emitted("gluon", pipeline, emit_gluon(gk).source, launch_order(gk, names, "Gluon"), remarks, _bound(gk))
     return emitted, _tma_operands(gk, names)
 
 
@@ -177,7 +176,7 @@ def _built_pair(
         emit_triton(tk).source,
         launch_order(tk, names, "Triton"),
         t_remarks,
-        {k: v for k, v in tk.constexprs.items() if v is not None},
+        _bound(tk),
     )
     if emitter == "triton":
         return triton, None, []

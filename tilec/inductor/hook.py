@@ -53,7 +53,7 @@ def triton_scheduling_class() -> type:
             return self._stock(lambda: super(TilecTritonScheduling, self).codegen_node_schedule(kernel_features), built)
 
         def mix_order_fusion(
-            self, device: Any, rows: int, row: int, elem_bytes: int, sums: int = 1, row_inputs: int = 2
+            self, device: Any, rows: int, row: int, elem_bytes: int, sums: int, row_inputs: int
         ) -> bool:
             """Whether a norm's backward stock would leave unfused is fused (`tilec.frontend.fusion`)."""
             return fuses_mix_order(device, rows, row, elem_bytes, sums, row_inputs)

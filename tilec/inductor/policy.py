@@ -229,7 +229,7 @@ def band_options(target: Target) -> str:
     return f"in_flight={in_flight}" if in_flight != IN_FLIGHT else ""
 
 
-def fuses_mix_order(device: Any, rows: int, row: int, elem_bytes: int, sums: int = 1, row_inputs: int = 2) -> bool:
+def fuses_mix_order(device: Any, rows: int, row: int, elem_bytes: int, sums: int, row_inputs: int) -> bool:
     """Whether tilec has a norm's backward of `rows` rows of `row` elements (`sums` column sums,
     `row_inputs` whole rows read) fused into one mix-order kernel where stock's size checks would
     not (`tilec.frontend.fusion`): tilec takes kernels of this graph, and the GPU's table has a
@@ -246,10 +246,7 @@ def fuses_mix_order(device: Any, rows: int, row: int, elem_bytes: int, sums: int
     return fusion is not None and (fusion.ring or cfg.emitter != "gluon")
 
 
-MIX_ORDER_GLUON = (
-    "a mix-order reduction's Gluon form (band-ring) needs static sizes and its rows in shared memory "
-    "(tilec.config.emitter is 'gluon')"
-)
+MIX_ORDER_GLUON = "a mix-order reduction's Gluon form (band-ring) needs static sizes (tilec.config.emitter is 'gluon')"
 
 
 NO_RING = "the Gluon form chosen for a mix-order reduction (band-ring) could not be made"
@@ -269,7 +266,7 @@ def ring_remarks(built: KernelBuild) -> tuple[str, ...]:
 
 def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | Declined:
     """A mix-order reduction (Inductor's fused norm backward, `node`) built as a banded kernel —
-    Triton, or on Hopper with static sizes Gluon in its ring form (`build.banded_gluon_pipeline`)
+    Triton, or on Hopper with static sizes Gluon in its ring form (`tilec.config.banded_gluon_pipeline`)
     — or the reason stock Inductor keeps it. Lowers copies of the node's column reductions:
     changes nothing in Inductor. The build's planned `RSPLIT` is the band the wrapper must use.
     The autotuner's timings decide where it runs (`autotune.wanted`), else the GPU's table."""
