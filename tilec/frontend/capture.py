@@ -351,7 +351,7 @@ def _scheduling_class() -> type:
         records: list[CapturedKernel]
         strict: bool = False
         # capture's `fuse`: whether a norm's backward stock leaves unfused is fused (tilec.frontend.fusion)
-        mix_order_fusion: Callable[..., bool] | None = None
+        mix_order_fusion: Callable[[Any, int, int, int, int, int], bool] | None = None
 
         def codegen_node_schedule(self, kernel_features: Any) -> Any:
             record = _record(kernel_features, lower(kernel_features, self, strict=self.strict))
@@ -431,7 +431,7 @@ def _hooked(
     records: list[CapturedKernel],
     strict: bool,
     fake_gpu: bool,
-    fuse: Callable[[Any, int, int, int], bool] | None = None,
+    fuse: Callable[[Any, int, int, int, int, int], bool] | None = None,
 ) -> Iterator[None]:
     """Installs the capturing scheduling for `device` and stops compilation after codegen."""
     from torch._inductor import config as inductor_config
@@ -516,7 +516,7 @@ def capture(
     device: str = "cuda",
     dynamic: bool = False,
     strict: bool = False,
-    fuse: Callable[[Any, int, int, int], bool] | None = None,
+    fuse: Callable[[Any, int, int, int, int, int], bool] | None = None,
 ) -> list[CapturedKernel]:
     """Traces `fn(*inputs)` with torch.compile and returns the fused Triton kernels Inductor
     generates for `device` ("cuda": the GPU, or a fake H100 without one; "cpu"), each with its
@@ -525,9 +525,10 @@ def capture(
     `dynamic`: every input's leading dimensions are symbolic (batch and sequence, as Dynamo makes
     them after a model meets a second sequence length), its last dimension static.
 
-    `fuse(device, rows, row, elem_bytes)`: whether a norm's backward of `rows` rows of `row`
-    elements that stock Inductor leaves unfused is fused into a mix-order reduction, as the hook
-    has it (`tilec.frontend.fusion`; the hook asks the GPU's table); None: as stock fuses."""
+    `fuse(device, rows, row, elem_bytes, sums, row_inputs)`: whether a norm's backward of `rows`
+    rows of `row` elements (`sums` column sums, `row_inputs` whole rows read) that stock Inductor
+    leaves unfused is fused into a mix-order reduction, as the hook has it
+    (`tilec.frontend.fusion`; the hook asks the GPU's table); None: as stock fuses."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     if device not in ("cuda", "cpu"):
