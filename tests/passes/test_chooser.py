@@ -516,6 +516,25 @@ def test_mix_order_fusions_name_a_committed_run_that_holds_their_figures(gpu: st
     assert mix_order_fusion("NVIDIA Unknown", fusion.min_rows, fusion.min_row, fusion.elem_bytes) is None
 
 
+RING_FUSIONS = [(gpu, f) for gpu, f in FUSIONS if f.ring]
+
+
+@pytest.mark.parametrize(("gpu", "fusion"), RING_FUSIONS, ids=[f"{g.split()[1]}-{f.run}" for g, f in RING_FUSIONS])
+@pytest.mark.parametrize("row_inputs", [2, 3])
+def test_a_ring_range_is_one_its_gpus_rules_take_in_gluon(gpu: str, fusion: MixOrderFusion, row_inputs: int) -> None:
+    """Where a GPU fuses a norm's backward for the ring form (rows of 32768: stock's own fused
+    kernel there is a persistent reduction 15x slower than its unfused kernels), its rules take the
+    fused kernel in Gluon: a rule saying stock (or Triton, which spills there) would leave the
+    fusion without the kernel it was measured with. RMSNorm's kernel reads two whole rows, the
+    residual-fused one three."""
+    for row in (fusion.min_row, fusion.max_row):
+        sig = Signature(
+            "mix-order", fusion.min_rows, row, row * fusion.elem_bytes, row_inputs, elem_bytes=fusion.elem_bytes
+        )
+        rule = next((r for r in TABLES[gpu] if r.covers(sig)), None)
+        assert rule is not None and rule.action == "gluon", (gpu, row, row_inputs, rule)
+
+
 def test_figure_check_fails_on_figures_from_another_run() -> None:
     """The check above can fail: the H100 survey's RMSNorm figures are not in the 2026-11-22 suite,
     and a figure changed by a tenth is not in its own run."""

@@ -1648,9 +1648,37 @@ H200_RULES: tuple[Rule, ...] = (
         "32768x2048 100.1 vs 101.6; 4096x16384 98.1 vs 99.5",
         elem_bytes=4,
     ),
+    # the norms' fused backward, ring form or banded Triton, autotuned in place
+    Rule(
+        "mix-order",
+        32768,
+        131072,
+        "gluon",
+        "2026-11-28-h200-ring-fusion",
+        "4096x16384 131.7 vs 144.3 us; 8192x16384 244.9 vs 273.0 us; 4096x16384 152.7 vs 280.8 us; 8192x16384 274.8 vs 540.3 us; 4096x32768 233.1 vs 3461.5 us; 8192x32768 439.8 vs 7284.7 us",
+        row_inputs=2,
+    ),
+    Rule(
+        "mix-order",
+        32768,
+        131072,
+        "gluon",
+        "2026-11-28-h200-ring-fusion",
+        "4096x16384 151.6 vs 218.9 us; 8192x16384 282.1 vs 422.4 us; 4096x32768 344.6 vs 4712.8 us; 8192x32768 659.9 vs 9741.8 us",
+        row_inputs=3,
+    ),
     Rule(
         "mix-order",
         0,
+        32768,
+        "triton",
+        "2026-11-26-h200-fanout",
+        "4096x2048 50.9 vs 40.5; 32768x2048 65.6 vs 62.4; 4096x2048 69.1 vs 53.1; 32768x2048 83.6 vs 75.1; 8192x4096 69.3 vs 48.5; 8192x4096 79.4 vs 61.4; 16384x8192 85.4 vs 57.7; 16384x8192 89.8 vs 65.8",
+        row_inputs=2,
+    ),
+    Rule(
+        "mix-order",
+        131072,
         2**62,
         "triton",
         "2026-11-26-h200-fanout",
@@ -1666,7 +1694,8 @@ H200_RULES: tuple[Rule, ...] = (
         "4096x2048 77.2 vs 62.7; 32768x2048 85.0 vs 82.6; 8192x4096 82.2 vs 71.1",
         row_inputs=3,
     ),
-    Rule("mix-order", 16384, 2**62, "stock", "2026-11-26-h200-fanout", "16384x8192 76.4 vs 75.8", row_inputs=3),
+    Rule("mix-order", 16384, 32768, "stock", "2026-11-26-h200-fanout", "16384x8192 76.4 vs 75.8", row_inputs=3),
+    Rule("mix-order", 131072, 2**62, "stock", "2026-11-26-h200-fanout", "16384x8192 76.4 vs 75.8", row_inputs=3),
     Rule(
         "mix-order",
         0,
@@ -2265,7 +2294,9 @@ class MixOrderFusion:
 # asks (RMSNorm, plain and residual-fused), holds for the banded kernel's Gluon ring form
 # (`band-ring`; its rules: the table's mix-order rules from 2026-11-28-h100-ring-fusion), 1.44-1.71x
 # stock's unfused kernels at rows of 32768; LayerNorm (two column sums) there measured 52-63% of a
-# copy in that form against 55% unfused (../2026-11-27-h100-ring-backward), and stays unfused.
+# copy in that form against 55% unfused (../2026-11-27-h100-ring-backward), and stays unfused. The
+# H200's first range is the same, measured in the same form (2026-11-28-h200-ring-fusion): 1.47-1.65x
+# stock's unfused kernels at rows of 32768, its rules the ring's there.
 # Ranges are tried in order. A GPU without an entry fuses what stock fuses.
 MIX_ORDER_FUSIONS: dict[str, tuple[MixOrderFusion, ...]] = {
     H100.name: (
@@ -2292,6 +2323,18 @@ MIX_ORDER_FUSIONS: dict[str, tuple[MixOrderFusion, ...]] = {
         ),
     ),
     H200.name: (
+        MixOrderFusion(
+            4096,
+            16384,
+            32768,
+            2,
+            "2026-11-28-h200-ring-fusion",
+            "rmsnorm_bwd 4096x32768 83.5 vs 51.7; rmsnorm_bwd 8192x32768 87.0 vs 52.8; add_rmsnorm_bwd 4096x32768 76.5 "
+            "vs 51.8; add_rmsnorm_bwd 8192x32768 78.8 vs 51.9; rmsnorm_bwd 4096x16384 76.8 vs 55.6",
+            max_sums=1,
+            max_row_inputs=2,
+            ring=True,
+        ),
         MixOrderFusion(
             2048,
             4096,
