@@ -14,7 +14,10 @@ registers). Device time, cold L2 (triton.testing.do_bench), % of a copy of the m
     python bench/ring_bwd_probe.py 4096x32768,8192x32768,4096x16384 [rms,ln]    # JSON lines, also $OUT/ring_bwd.jsonl
 
 tilec's own form (the `gluon-ring` pipeline, `band-ring`) is timed beside the hand-written kernel,
-checked against the backward graph itself (`RING_HAND=0`: tilec's alone).
+checked against the backward graph itself (`RING_HAND=0`: tilec's alone; `RING_TILEC=0`: not
+tilec's). `RING_CLUSTERS=1` adds the hand-written kernel with each row split across a cluster
+(`cluster_source`): the form for rows whose column sums outgrow one CTA's registers
+(`RING_EXCHANGE=0`: without its exchange, a wrong result timed to show what the exchange costs).
 """
 
 from __future__ import annotations
@@ -106,6 +109,131 @@ def kernel_source(n: int, chunk: int, warps: int, op: str = "rms") -> str:
             f"        async_copy.async_copy_global_to_shared(dy{c}, DY + nxt + {c * chunk} + cols, mask=more)",
             "        async_copy.commit_group()",
         ]
+    lines += ["    async_copy.wait_group(0)"]
+    for j, a in enumerate(sums):
+        lines += [f"    gl.store(WS + ({j} * P + pid) * {n} + {c * chunk} + cols, {a}{c})" for c in range(k)]
+    return "\n".join(lines) + "\n"
+
+
+def cluster_source(
+    n: int, chunk: int, warps: int, op: str = "rms", ctas: int = 2, ahead: bool = False, exchange: bool = True
+) -> str:
+    """`kernel_source`'s kernel with each row split across a cluster of `ctas` CTAs: CTA r owns
+    columns [r * n/ctas, (r + 1) * n/ctas) of every row of its cluster's band, in chunks of `chunk`
+    (tiles [ctas, chunk], CTA r's row r of them), its slice's ring, weights and column sums its
+    own; per row each CTA's partial statistics are exchanged (`tile.cluster_gather`'s barriers
+    form) and added in CTA order, so every CTA has the row's. The grid counts clusters.
+
+    `ahead`: two sets of the ring's slots, the cluster's rows alternating between them (two rows a
+    trip), so that the next row's copies are in flight through this row's exchange (with one set,
+    the next row's chunk is copied only once this row's is read after the exchange: nothing is in
+    flight while the CTAs wait for each other). `exchange=False`: no exchange, each CTA taking its
+    own partial statistics for every CTA's (a wrong result: what the exchange costs, timed)."""
+    from tilec.emit.gluon import cluster_gather_asm
+    from tilec.ir.dtypes import f32
+
+    ln = op == "ln"
+    width = n // ctas
+    k = width // chunk
+    spt = chunk // (32 * warps)
+    assert k * chunk * ctas == n and spt * 32 * warps == chunk and spt >= 1 and ctas & (ctas - 1) == 0
+    bases = [[1 << i, 0] for i in range(ctas.bit_length() - 1)]
+    asm, constraints = cluster_gather_asm(ctas, [f32, f32] if ln else [f32], "barriers")
+    sums = ["dw", "db"] if ln else ["dw"]
+    sets = ["a", "b"] if ahead else ["a"]
+    step = len(sets)  # rows a trip: the next copy into a set is of the row `step` rows on
+    tile = f"[{ctas}, {chunk}]"
+    lines = [
+        "import triton",
+        "from triton.experimental import gluon",
+        "from triton.experimental.gluon import language as gl",
+        "from triton.experimental.gluon.language.nvidia.ampere import async_copy",
+        "",
+        f"L = gl.constexpr(gl.BlockedLayout([1, {spt}], [1, 32], [1, {warps}], [1, 0], cga_layout={bases}))",
+        f"S = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0], cga_layout={bases}))",
+        f"ASM = gl.constexpr({asm!r})",
+        f"CON = gl.constexpr({constraints!r})",
+        "",
+        "",
+        "@gluon.jit",
+        "def ring_bwd(X, DY, W, RSTD, DX, WS, M, P, MEAN):",
+        "    pid = gl.program_id(0)",
+        f"    rr = gl.arange(0, {ctas}, layout=gl.SliceLayout(1, L))",
+        f"    cc = gl.arange(0, {chunk}, layout=gl.SliceLayout(0, L))",
+        f"    cols = gl.expand_dims(rr * {width}, 1) + gl.expand_dims(cc, 0)",
+    ]
+    for c in range(k):
+        lines += [f"    w{c} = gl.allocate_shared_memory(gl.bfloat16, {tile}, S)"]
+        for t in sets:
+            lines += [f"    x{t}{c} = gl.allocate_shared_memory(gl.bfloat16, {tile}, S)"]
+            lines += [f"    dy{t}{c} = gl.allocate_shared_memory(gl.bfloat16, {tile}, S)"]
+        lines += [f"    async_copy.async_copy_global_to_shared(w{c}, W + {c * chunk} + cols)"]
+        lines += [f"    {a}{c} = gl.zeros({tile}, gl.float32, layout=L)" for a in sums]
+    lines += ["    async_copy.commit_group()"]
+    for j, t in enumerate(sets):  # the cluster's first rows, a group a chunk
+        lines += [f"    ok{t} = (cols * 0 + pid + {j} * P) < M"]
+        for c in range(k):
+            at = f"(pid + {j} * P).to(gl.int64) * {n} + {c * chunk} + cols, mask=ok{t})"
+            lines += [
+                f"    async_copy.async_copy_global_to_shared(x{t}{c}, X + {at}",
+                f"    async_copy.async_copy_global_to_shared(dy{t}{c}, DY + {at}",
+                "    async_copy.commit_group()",
+            ]
+    lines += ["    trips = (M - pid + P - 1) // P", f"    for i in range(0, trips, {step}):"]
+    parts = ["gl.sum(acc1, 1)", "gl.sum(acc, 1)"] if ln else ["gl.sum(acc, 1)"]
+    outs = [f"o{j}" for j in range(len(parts) * ctas)]
+    total = [" + ".join(outs[j * ctas : (j + 1) * ctas]) for j in range(len(parts))]  # in CTA order
+    later = (step - 1) * k  # groups committed after this set's: the other set's row
+    for j, t in enumerate(sets):
+        lines += [f"        r = pid + (i + {j}) * P", "        ok = r < M", "        okf = ok.to(gl.float32)"]
+        lines += [f"        base = r.to(gl.int64) * {n}", f"        nxt = base + {step} * P * {n}"]
+        lines += [f"        more = (cols * 0 + r + {step} * P) < M", "        okc = (cols * 0 + r) < M"]
+        lines += ["        rstd = gl.load(RSTD + r, mask=ok, other=0.0)"]
+        lines += [f"        acc = gl.zeros({tile}, gl.float32, layout=L)"]
+        if ln:
+            lines += ["        mean = gl.load(MEAN + r, mask=ok, other=0.0)"]
+            lines += [f"        acc1 = gl.zeros({tile}, gl.float32, layout=L)"]
+        for c in range(k):
+            lines += [f"        async_copy.wait_group({k - 1 - c + later})"]
+            lines += [f"        g = dy{t}{c}.load(L).to(gl.float32) * w{c}.load(L).to(gl.float32)"]
+            if ln:
+                lines += ["        acc1 += g", f"        acc += g * (x{t}{c}.load(L).to(gl.float32) - mean)"]
+            else:
+                lines += [f"        acc += g * x{t}{c}.load(L).to(gl.float32)"]
+        if exchange:
+            lines += [
+                f"        {', '.join(outs)}, = gl.inline_asm_elementwise(ASM, CON, [{', '.join(parts)}], "
+                f"dtype=[{', '.join(['gl.float32'] * len(outs))}], is_pure=False, pack=1)"
+            ]
+        else:  # each CTA's own partials in every CTA's place: a wrong result, timed only
+            lines += [f"        {o} = {parts[j // ctas]}" for j, o in enumerate(outs)]
+        if ln:
+            lines += [f"        m1 = gl.expand_dims({total[0]}, 1) / {n}"]
+            lines += [f"        m2 = gl.expand_dims({total[1]}, 1) * rstd / {n}"]
+        else:
+            lines += [f"        s = gl.expand_dims({total[0]}, 1) * rstd * rstd * rstd / {n}"]
+        for c in range(k):
+            lines += [
+                f"        xv = x{t}{c}.load(L).to(gl.float32)",
+                f"        dyv = dy{t}{c}.load(L).to(gl.float32) * okf",
+            ]
+            lines += [f"        g = dyv * w{c}.load(L).to(gl.float32)"]
+            if ln:
+                lines += [
+                    "        xh = (xv - mean) * rstd",
+                    "        dx = rstd * (g - m1 - xh * m2)",
+                    f"        dw{c} += dyv * xh",
+                    f"        db{c} += dyv",
+                ]
+            else:
+                lines += ["        dx = rstd * g - xv * s", f"        dw{c} += dyv * xv * rstd"]
+            lines += [
+                f"        gl.store(DX + base + {c * chunk} + cols, dx.to(gl.bfloat16), mask=okc)",
+                "        gl.thread_barrier()",
+                f"        async_copy.async_copy_global_to_shared(x{t}{c}, X + nxt + {c * chunk} + cols, mask=more)",
+                f"        async_copy.async_copy_global_to_shared(dy{t}{c}, DY + nxt + {c * chunk} + cols, mask=more)",
+                "        async_copy.commit_group()",
+            ]
     lines += ["    async_copy.wait_group(0)"]
     for j, a in enumerate(sums):
         lines += [f"    gl.store(WS + ({j} * P + pid) * {n} + {c * chunk} + cols, {a}{c})" for c in range(k)]
@@ -225,6 +353,21 @@ def ring_errors(got: list[Any], want: list[Any]) -> list[float]:
 # and warps
 TILEC_PLANS = ("num_warps=16", "num_warps=8")
 
+# the cluster form's plans (RING_CLUSTERS=1): CTAs a cluster, chunk, warps, CTAs an SM the grid
+# is sized for (clusters = SMs x that / CTAs), two sets of slots (`ahead`)
+CLUSTER_PLANS = (
+    (2, 4096, 16, 1, False),
+    (2, 2048, 8, 1, False),
+    (2, 4096, 16, 1, True),
+    (2, 2048, 8, 1, True),
+    (4, 2048, 8, 2, False),
+    (4, 2048, 8, 1, True),
+    (4, 2048, 16, 1, True),
+    (4, 2048, 8, 2, True),
+    (8, 1024, 8, 2, False),
+    (8, 2048, 8, 2, True),
+)
+
 
 def main(argv: list[str]) -> int:
     import torch
@@ -283,7 +426,35 @@ def main(argv: list[str]) -> int:
                     return (a[4], sums[0]) if op == "rms" else (a[4], sums[0], sums[1])
 
                 rec(f"c{chunk}-w{warps}", run)
-            for plan in TILEC_PLANS:
+            for ctas, chunk, warps, per_sm, ahead in CLUSTER_PLANS if os.environ.get("RING_CLUSTERS") == "1" else ():
+                if n % (ctas * chunk) or chunk < 32 * warps:
+                    continue
+                exchange = os.environ.get("RING_EXCHANGE", "1") != "0"
+                variant = f"cl{ctas}-c{chunk}-w{warps}-s{per_sm}" + ("-ahead" if ahead else "")
+                variant += "" if exchange else "-no-exchange"
+                try:
+                    kernel = load(cluster_source(n, chunk, warps, op, ctas, ahead, exchange))
+                except Exception as e:
+                    print(json.dumps({"variant": variant, "error": str(e)[-300:]}), flush=True)
+                    continue
+                programs = sms * per_sm // ctas  # clusters
+                ws = torch.empty(2 * programs, n, device="cuda", dtype=torch.float32)
+
+                def run_cluster(
+                    kernel: Any = kernel,
+                    ws: Any = ws,
+                    warps: int = warps,
+                    ctas: int = ctas,
+                    programs: int = programs,
+                    a: Any = (x, dy, w, args[-1], dx, mean),
+                    op: str = op,
+                ) -> Any:
+                    kernel[(programs,)](*a[:5], ws, a[0].shape[0], programs, a[5], num_warps=warps, num_ctas=ctas)
+                    sums = ws.view(2, programs, -1).sum(1).to(a[2].dtype)
+                    return (a[4], sums[0]) if op == "rms" else (a[4], sums[0], sums[1])
+
+                rec(variant, run_cluster)
+            for plan in TILEC_PLANS if os.environ.get("RING_TILEC", "1") != "0" else ():
                 try:
                     made = tilec_ring(op, m, n, plan)
                     errors = ring_errors(made["run"](), made["want"])

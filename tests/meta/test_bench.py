@@ -273,6 +273,36 @@ def test_cluster_kernels_compile_with_each_exchange_and_several_rows() -> None:
         assert r["shared_bytes"] >= (2 if r["rows"] else 1) * r["n"] // r["ctas"] * 2, r
 
 
+@pytest.mark.parametrize(("op", "n", "ahead"), [("ln", 32768, False), ("rms", 32768, True)])
+def test_the_ring_probes_cluster_kernels_compile_for_hopper(tmp_path: Path, op: str, n: int, ahead: bool) -> None:
+    """bench/ring_bwd_probe.py's cluster form (the norms' one-pass backward with each row split
+    across a cluster of 2, a band's rows in a loop, the partial statistics exchanged each row)
+    compiles for sm_90 without a GPU, with one set of slots and with two: a cluster launch, the
+    exchange in the PTX, 16-byte cp.async copies, each CTA's slice of the ring and the weight in
+    its shared memory."""
+    import os
+    import subprocess
+
+    probe = load("ring_bwd_probe")
+    module = tmp_path / "ring_cluster.py"
+    module.write_text(
+        probe.cluster_source(n, 4096, 16, op, 2, ahead)
+        + "KERNEL = ring_bwd\n"
+        + "SIGNATURE = {'X': '*bf16', 'DY': '*bf16', 'W': '*bf16', 'RSTD': '*fp32', 'DX': '*bf16', "
+        + "'WS': '*fp32', 'M': 'i32', 'P': 'i32', 'MEAN': '*fp32'}\n"
+        + "CONSTEXPRS = {}\nDIVISIBLE = ['X', 'DY', 'W', 'DX', 'WS']\nNUM_WARPS = 16\nMAXNREG = None\nNUM_CTAS = 2\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiled, not interpreted
+    done = subprocess.run(
+        [sys.executable, "-m", "tilec.emit.aot", str(module), "sm_90"], capture_output=True, text=True, env=env
+    )
+    r = json.loads(done.stdout)
+    assert r["ok"], r
+    slots = (2 if ahead else 1) * 2 + 1  # x and dy a set, and the weight
+    assert r["num_ctas"] == 2 and r["cluster_exchange"] and r["cp_async_bytes"] == [16], r
+    assert r["shared_bytes"] >= slots * n // 2 * 2, r
+
+
 def test_surveyed_plans_build_for_every_op() -> None:
     """bench/plans.py's plans (the evidence of the chooser's rules): each builds the pipeline it
     names and emits its emitter's code for every op (the residual-fused norms too), at rows that fit one tile (1024, 16384) and
