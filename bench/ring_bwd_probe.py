@@ -17,12 +17,15 @@ tilec's own form (the `gluon-ring` pipeline, `band-ring`) is timed beside the ha
 checked against the backward graph itself (`RING_HAND=0`: tilec's alone; `RING_TILEC=0`: not
 tilec's). `RING_CLUSTERS=1` adds the hand-written kernel with each row split across a cluster
 (`cluster_source`): the form for rows whose column sums outgrow one CTA's registers
-(`RING_EXCHANGE=0`: without its exchange, a wrong result timed to show what the exchange costs).
+(`RING_EXCHANGE`: a comma-separated list of its exchanges, `barriers` (the default), `push`, and
+`none`: without one, a wrong result timed to show what the exchange costs; `RING_CTAS`: the
+cluster sizes to time, comma-separated).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import os
 import sys
@@ -115,8 +118,67 @@ def kernel_source(n: int, chunk: int, warps: int, op: str = "rms") -> str:
     return "\n".join(lines) + "\n"
 
 
+def push_asm(ctas: int, k: int) -> tuple[str, str]:
+    """Inline PTX exchanging k 32-bit partials a row among a cluster's CTAs by pushing them, and its
+    constraints: every use of the site, thread r < ctas writes this CTA's values into CTA r's
+    slots (`st.async`, completing their bytes on CTA r's mbarrier), and every thread waits on its
+    own mbarrier and reads every CTA's values from its slots — one wait for the data, where the
+    barriers form (`tilec.emit.gluon.cluster_gather_asm`) takes two cluster barriers and remote
+    reads. Two mbarriers and two sets of slots, used by alternate rows (parity p): a peer's write
+    for the row two on needs this CTA's push for the row after, which follows its reads of this
+    row's slots (a CTA barrier between). After its wait, thread 0 re-arms the mbarrier (its bytes
+    expected) for the parity's next use. The site's first use initializes both mbarriers, then a
+    cluster barrier. Outputs $0..$(k*ctas-1), value i of CTA r at $(i*ctas + r); inputs: first
+    use (nonzero), parity, phase, this CTA's k values."""
+    n_out = k * ctas
+    first, parity, phase = f"${n_out}", f"${n_out + 1}", f"${n_out + 2}"
+    nbytes = 4 * ctas * k
+    lines = [
+        "{",
+        ".reg .b32 %pt, %pme, %prs, %prb, %pa, %pb;",
+        ".reg .b64 %pst;",
+        ".reg .pred %pp0, %pfirst, %psnd, %pdone;",
+        ".shared .align 8 .b64 tilec_row_bar[2];",
+        f".shared .align 16 .b32 tilec_row_slot[{2 * n_out}];",
+        "mov.u32 %pt, %tid.x;",
+        "mov.u32 %pme, %cluster_ctarank;",
+        "setp.eq.u32 %pp0, %pt, 0;",
+        f"setp.ne.u32 %pfirst, {first}, 0;",
+        "@!%pfirst bra tilec_row_ready_${:uid};",
+        "@%pp0 mbarrier.init.shared::cta.b64 [tilec_row_bar], 1;",
+        "@%pp0 mbarrier.init.shared::cta.b64 [tilec_row_bar+8], 1;",
+        f"@%pp0 mbarrier.arrive.expect_tx.shared::cta.b64 %pst, [tilec_row_bar], {nbytes};",
+        f"@%pp0 mbarrier.arrive.expect_tx.shared::cta.b64 %pst, [tilec_row_bar+8], {nbytes};",
+        "fence.mbarrier_init.release.cluster;",
+        "barrier.cluster.arrive.relaxed.aligned;",
+        "barrier.cluster.wait.aligned;",
+        "tilec_row_ready_${:uid}:",
+        "mov.u32 %pa, tilec_row_bar;",
+        f"mad.lo.u32 %pa, {parity}, 8, %pa;",
+        "mov.u32 %pb, tilec_row_slot;",
+        f"mad.lo.u32 %pb, {parity}, {4 * n_out}, %pb;",
+        f"setp.lt.u32 %psnd, %pt, {ctas};",
+        "@%psnd mapa.shared::cluster.u32 %prs, %pb, %pt;",
+        "@%psnd mapa.shared::cluster.u32 %prb, %pa, %pt;",
+        "@%psnd mad.lo.u32 %prs, %pme, 4, %prs;",
+    ]
+    lines += [
+        f"@%psnd st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%prs+{4 * i * ctas}], ${n_out + 3 + i}, [%prb];"
+        for i in range(k)
+    ]
+    lines += [
+        "tilec_row_wait_${:uid}:",
+        f"mbarrier.try_wait.parity.shared::cta.b64 %pdone, [%pa], {phase};",
+        "@!%pdone bra tilec_row_wait_${:uid};",
+    ]
+    lines += [f"ld.shared.b32 ${j}, [%pb+{4 * j}];" for j in range(n_out)]
+    lines += [f"@%pp0 mbarrier.arrive.expect_tx.shared::cta.b64 %pst, [%pa], {nbytes};", "}"]
+    constraints = ",".join(["=f"] * n_out + ["r", "r", "r"] + ["f"] * k)
+    return "\n".join(lines), constraints
+
+
 def cluster_source(
-    n: int, chunk: int, warps: int, op: str = "rms", ctas: int = 2, ahead: bool = False, exchange: bool = True
+    n: int, chunk: int, warps: int, op: str = "rms", ctas: int = 2, ahead: bool = False, exchange: str = "barriers"
 ) -> str:
     """`kernel_source`'s kernel with each row split across a cluster of `ctas` CTAs: CTA r owns
     columns [r * n/ctas, (r + 1) * n/ctas) of every row of its cluster's band, in chunks of `chunk`
@@ -127,8 +189,9 @@ def cluster_source(
     `ahead`: two sets of the ring's slots, the cluster's rows alternating between them (two rows a
     trip), so that the next row's copies are in flight through this row's exchange (with one set,
     the next row's chunk is copied only once this row's is read after the exchange: nothing is in
-    flight while the CTAs wait for each other). `exchange=False`: no exchange, each CTA taking its
-    own partial statistics for every CTA's (a wrong result: what the exchange costs, timed)."""
+    flight while the CTAs wait for each other). `exchange`: "barriers", "push" (`push_asm`: one wait
+    for the data a row), or "none": no exchange, each CTA taking its own partial statistics for
+    every CTA's (a wrong result: what the exchange costs, timed)."""
     from tilec.emit.gluon import cluster_gather_asm
     from tilec.ir.dtypes import f32
 
@@ -138,7 +201,10 @@ def cluster_source(
     spt = chunk // (32 * warps)
     assert k * chunk * ctas == n and spt * 32 * warps == chunk and spt >= 1 and ctas & (ctas - 1) == 0
     bases = [[1 << i, 0] for i in range(ctas.bit_length() - 1)]
-    asm, constraints = cluster_gather_asm(ctas, [f32, f32] if ln else [f32], "barriers")
+    if exchange == "push":
+        asm, constraints = push_asm(ctas, 2 if ln else 1)
+    else:
+        asm, constraints = cluster_gather_asm(ctas, [f32, f32] if ln else [f32], "barriers")
     sums = ["dw", "db"] if ln else ["dw"]
     sets = ["a", "b"] if ahead else ["a"]
     step = len(sets)  # rows a trip: the next copy into a set is of the row `step` rows on
@@ -200,7 +266,14 @@ def cluster_source(
                 lines += ["        acc1 += g", f"        acc += g * (x{t}{c}.load(L).to(gl.float32) - mean)"]
             else:
                 lines += [f"        acc += g * x{t}{c}.load(L).to(gl.float32)"]
-        if exchange:
+        if exchange == "push":  # this site's use i // step: its parity and its mbarrier's phase
+            use = f"(i // {step})"
+            flags = [f"rr * 0 + ({use} == 0).to(gl.int32)", f"rr * 0 + {use} % 2", f"rr * 0 + ({use} // 2) % 2"]
+            lines += [
+                f"        {', '.join(outs)}, = gl.inline_asm_elementwise(ASM, CON, [{', '.join(flags + parts)}], "
+                f"dtype=[{', '.join(['gl.float32'] * len(outs))}], is_pure=False, pack=1)"
+            ]
+        elif exchange == "barriers":
             lines += [
                 f"        {', '.join(outs)}, = gl.inline_asm_elementwise(ASM, CON, [{', '.join(parts)}], "
                 f"dtype=[{', '.join(['gl.float32'] * len(outs))}], is_pure=False, pack=1)"
@@ -235,6 +308,12 @@ def cluster_source(
                 "        async_copy.commit_group()",
             ]
     lines += ["    async_copy.wait_group(0)"]
+    if exchange == "push":  # no CTA leaves while a peer's pushes may still be on their way
+        lines += [
+            "    gl.inline_asm_elementwise('barrier.cluster.arrive.release.aligned;\\n"
+            "barrier.cluster.wait.acquire.aligned;\\nmov.u32 $0, $1;', '=r,r', [rr], dtype=gl.int32, "
+            "is_pure=False, pack=1)"
+        ]
     for j, a in enumerate(sums):
         lines += [f"    gl.store(WS + ({j} * P + pid) * {n} + {c * chunk} + cols, {a}{c})" for c in range(k)]
     return "\n".join(lines) + "\n"
@@ -426,12 +505,18 @@ def main(argv: list[str]) -> int:
                     return (a[4], sums[0]) if op == "rms" else (a[4], sums[0], sums[1])
 
                 rec(f"c{chunk}-w{warps}", run)
-            for ctas, chunk, warps, per_sm, ahead in CLUSTER_PLANS if os.environ.get("RING_CLUSTERS") == "1" else ():
+            sizes = os.environ.get("RING_CTAS")  # the cluster sizes to time (all of CLUSTER_PLANS' if unset)
+            clusters = [
+                c
+                for c in (CLUSTER_PLANS if os.environ.get("RING_CLUSTERS") == "1" else ())
+                if sizes is None or str(c[0]) in sizes.split(",")
+            ]
+            exchanges = os.environ.get("RING_EXCHANGE", "barriers").split(",")
+            for (ctas, chunk, warps, per_sm, ahead), exchange in itertools.product(clusters, exchanges):
                 if n % (ctas * chunk) or chunk < 32 * warps:
                     continue
-                exchange = os.environ.get("RING_EXCHANGE", "1") != "0"
                 variant = f"cl{ctas}-c{chunk}-w{warps}-s{per_sm}" + ("-ahead" if ahead else "")
-                variant += "" if exchange else "-no-exchange"
+                variant += "" if exchange == "barriers" else f"-{exchange}"
                 try:
                     kernel = load(cluster_source(n, chunk, warps, op, ctas, ahead, exchange))
                 except Exception as e:

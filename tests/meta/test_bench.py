@@ -273,20 +273,30 @@ def test_cluster_kernels_compile_with_each_exchange_and_several_rows() -> None:
         assert r["shared_bytes"] >= (2 if r["rows"] else 1) * r["n"] // r["ctas"] * 2, r
 
 
-@pytest.mark.parametrize(("op", "n", "ahead"), [("ln", 32768, False), ("rms", 32768, True)])
-def test_the_ring_probes_cluster_kernels_compile_for_hopper(tmp_path: Path, op: str, n: int, ahead: bool) -> None:
+@pytest.mark.parametrize(
+    ("op", "n", "ahead", "exchange"),
+    [
+        ("ln", 32768, False, "barriers"),
+        ("rms", 32768, True, "barriers"),
+        ("ln", 32768, False, "push"),
+        ("rms", 32768, True, "push"),
+    ],
+)
+def test_the_ring_probes_cluster_kernels_compile_for_hopper(
+    tmp_path: Path, op: str, n: int, ahead: bool, exchange: str
+) -> None:
     """bench/ring_bwd_probe.py's cluster form (the norms' one-pass backward with each row split
     across a cluster of 2, a band's rows in a loop, the partial statistics exchanged each row)
-    compiles for sm_90 without a GPU, with one set of slots and with two: a cluster launch, the
-    exchange in the PTX, 16-byte cp.async copies, each CTA's slice of the ring and the weight in
-    its shared memory."""
+    compiles for sm_90 without a GPU, with one set of slots and with two, with either exchange: a
+    cluster launch, the exchange in the PTX, 16-byte cp.async copies, each CTA's slice of the ring
+    and the weight in its shared memory."""
     import os
     import subprocess
 
     probe = load("ring_bwd_probe")
     module = tmp_path / "ring_cluster.py"
     module.write_text(
-        probe.cluster_source(n, 4096, 16, op, 2, ahead)
+        probe.cluster_source(n, 4096, 16, op, 2, ahead, exchange)
         + "KERNEL = ring_bwd\n"
         + "SIGNATURE = {'X': '*bf16', 'DY': '*bf16', 'W': '*bf16', 'RSTD': '*fp32', 'DX': '*bf16', "
         + "'WS': '*fp32', 'M': 'i32', 'P': 'i32', 'MEAN': '*fp32'}\n"
