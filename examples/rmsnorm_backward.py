@@ -6,7 +6,7 @@ and the weight's gradient (a sum over the rows) from x and dy.
 
 Inductor fuses the two reductions — each row's sum of dy·w·x for dx, each column's sum of dy·x·rstd
 for the weight — into one mix-order reduction where its size checks allow, and where tilec's
-table has a measured range past them (the H100's: rows of 16384-32768 with one column sum): one
+table has a measured range past them (the H100's and the H200's: rows of 16384-32768 with one column sum): one
 banded kernel, each program a band of rows, its column sums a row of the workspace. With
 `--emit gluon` it runs the hook's pipeline for such a kernel (`gluon-ring`).
 """

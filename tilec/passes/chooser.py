@@ -2295,7 +2295,7 @@ class MixOrderFusion:
 # (`band-ring`; its rules: the table's mix-order rules from 2026-11-28-h100-ring-fusion), 1.44-1.71x
 # stock's unfused kernels at rows of 32768; LayerNorm (two column sums) there measured 52-63% of a
 # copy in that form against 55% unfused (../2026-11-27-h100-ring-backward), and stays unfused. The
-# H200's first range is the same, measured in the same form (2026-11-28-h200-ring-fusion): 1.47-1.65x
+# H200's first range is the same, measured in the same form (2026-11-28-h200-ring-fusion): 1.48-1.65x
 # stock's unfused kernels at rows of 32768, its rules the ring's there.
 # Ranges are tried in order. A GPU without an entry fuses what stock fuses.
 MIX_ORDER_FUSIONS: dict[str, tuple[MixOrderFusion, ...]] = {
