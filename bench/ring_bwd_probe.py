@@ -36,6 +36,62 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
+GLUON_IMPORTS = [
+    "import triton",
+    "from triton.experimental import gluon",
+    "from triton.experimental.gluon import language as gl",
+    "from triton.experimental.gluon.language.nvidia.ampere import async_copy",
+    "",
+]
+
+
+def statistic_lines(ln: bool, x: str, dy: str, w: str) -> list[str]:
+    """A chunk's part of the row's statistics, from its slots `x`, `dy` and the weight's `w`:
+    RMSNorm's sum(dy·w·x) in `acc`; LayerNorm's sum(dy·w) in `acc1` and sum(dy·w·(x - mean)) in
+    `acc`."""
+    lines = [f"        g = {dy}.load(L).to(gl.float32) * {w}.load(L).to(gl.float32)"]
+    if ln:
+        return lines + ["        acc1 += g", f"        acc += g * ({x}.load(L).to(gl.float32) - mean)"]
+    return lines + [f"        acc += g * {x}.load(L).to(gl.float32)"]
+
+
+def gradient_lines(ln: bool, x: str, dy: str, w: str, c: int, scale: str = "") -> list[str]:
+    """A chunk's dx (in `dx`) and its column sums' terms (added to `dw{c}`, and LayerNorm's
+    `db{c}`), from its slots, the row's statistics (`s`; `m1`, `m2`) and `rstd`; dy times
+    `scale` where given."""
+    lines = [f"        xv = {x}.load(L).to(gl.float32)", f"        dyv = {dy}.load(L).to(gl.float32){scale}"]
+    lines += [f"        g = dyv * {w}.load(L).to(gl.float32)"]
+    if ln:
+        return lines + [
+            "        xh = (xv - mean) * rstd",
+            "        dx = rstd * (g - m1 - xh * m2)",
+            f"        dw{c} += dyv * xh",
+            f"        db{c} += dyv",
+        ]
+    return lines + ["        dx = rstd * g - xv * s", f"        dw{c} += dyv * xv * rstd"]
+
+
+def refill_lines(x: str, dy: str, at: str, mask: str) -> list[str]:
+    """Once every thread has read a chunk's slots `x` and `dy` (a CTA barrier), the copies of the
+    next row's chunk (at offset `at`) into them, committed as a group."""
+    return [
+        "        gl.thread_barrier()",
+        f"        async_copy.async_copy_global_to_shared({x}, X + {at}, mask={mask})",
+        f"        async_copy.async_copy_global_to_shared({dy}, DY + {at}, mask={mask})",
+        "        async_copy.commit_group()",
+    ]
+
+
+def workspace_lines(sums: list[str], k: int, n: int, chunk: int) -> list[str]:
+    """After the band: each column sum's k chunks stored in its rows of the workspace (sum j in
+    rows j·P to (j + 1)·P - 1, this program's)."""
+    return [
+        f"    gl.store(WS + ({j} * P + pid) * {n} + {c * chunk} + cols, {a}{c})"
+        for j, a in enumerate(sums)
+        for c in range(k)
+    ]
+
+
 def kernel_source(n: int, chunk: int, warps: int, op: str = "rms") -> str:
     """The kernel for rows of `n` in chunks of `chunk` over `warps` warps, unrolled over the
     chunks: RMSNorm's backward (`op` "rms": dW) or LayerNorm's ("ln": the saved mean too; dW, and
@@ -46,11 +102,7 @@ def kernel_source(n: int, chunk: int, warps: int, op: str = "rms") -> str:
     assert k * chunk == n and spt * 32 * warps == chunk and spt >= 1
     sums = ["dw", "db"] if ln else ["dw"]
     lines = [
-        "import triton",
-        "from triton.experimental import gluon",
-        "from triton.experimental.gluon import language as gl",
-        "from triton.experimental.gluon.language.nvidia.ampere import async_copy",
-        "",
+        *GLUON_IMPORTS,
         f"L = gl.constexpr(gl.BlockedLayout([{spt}], [32], [{warps}], [0]))",
         "S = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [0]))",
         "",
@@ -83,38 +135,16 @@ def kernel_source(n: int, chunk: int, warps: int, op: str = "rms") -> str:
     if ln:
         lines += ["        mean = gl.load(MEAN + r)", f"        acc1 = gl.zeros([{chunk}], gl.float32, layout=L)"]
     for c in range(k):
-        lines += [f"        async_copy.wait_group({k - 1 - c})"]
-        lines += [f"        g = dy{c}.load(L).to(gl.float32) * w{c}.load(L).to(gl.float32)"]
-        if ln:
-            lines += ["        acc1 += g", f"        acc += g * (x{c}.load(L).to(gl.float32) - mean)"]
-        else:
-            lines += [f"        acc += g * x{c}.load(L).to(gl.float32)"]
+        lines += [f"        async_copy.wait_group({k - 1 - c})", *statistic_lines(ln, f"x{c}", f"dy{c}", f"w{c}")]
     if ln:
         lines += [f"        m1 = gl.sum(acc1, 0) / {n}", f"        m2 = gl.sum(acc, 0) * rstd / {n}"]
     else:
         lines += [f"        s = gl.sum(acc, 0) * rstd * rstd * rstd / {n}"]
     for c in range(k):
-        lines += [f"        xv = x{c}.load(L).to(gl.float32)", f"        dyv = dy{c}.load(L).to(gl.float32)"]
-        lines += [f"        g = dyv * w{c}.load(L).to(gl.float32)"]
-        if ln:
-            lines += [
-                "        xh = (xv - mean) * rstd",
-                "        dx = rstd * (g - m1 - xh * m2)",
-                f"        dw{c} += dyv * xh",
-                f"        db{c} += dyv",
-            ]
-        else:
-            lines += ["        dx = rstd * g - xv * s", f"        dw{c} += dyv * xv * rstd"]
-        lines += [
-            f"        gl.store(DX + base + {c * chunk} + cols, dx.to(gl.bfloat16))",
-            "        gl.thread_barrier()",
-            f"        async_copy.async_copy_global_to_shared(x{c}, X + nxt + {c * chunk} + cols, mask=more)",
-            f"        async_copy.async_copy_global_to_shared(dy{c}, DY + nxt + {c * chunk} + cols, mask=more)",
-            "        async_copy.commit_group()",
-        ]
-    lines += ["    async_copy.wait_group(0)"]
-    for j, a in enumerate(sums):
-        lines += [f"    gl.store(WS + ({j} * P + pid) * {n} + {c * chunk} + cols, {a}{c})" for c in range(k)]
+        lines += gradient_lines(ln, f"x{c}", f"dy{c}", f"w{c}", c)
+        lines += [f"        gl.store(DX + base + {c * chunk} + cols, dx.to(gl.bfloat16))"]
+        lines += refill_lines(f"x{c}", f"dy{c}", f"nxt + {c * chunk} + cols", "more")
+    lines += ["    async_copy.wait_group(0)", *workspace_lines(sums, k, n, chunk)]
     return "\n".join(lines) + "\n"
 
 
@@ -210,11 +240,7 @@ def cluster_source(
     step = len(sets)  # rows a trip: the next copy into a set is of the row `step` rows on
     tile = f"[{ctas}, {chunk}]"
     lines = [
-        "import triton",
-        "from triton.experimental import gluon",
-        "from triton.experimental.gluon import language as gl",
-        "from triton.experimental.gluon.language.nvidia.ampere import async_copy",
-        "",
+        *GLUON_IMPORTS,
         f"L = gl.constexpr(gl.BlockedLayout([1, {spt}], [1, 32], [1, {warps}], [1, 0], cga_layout={bases}))",
         f"S = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0], cga_layout={bases}))",
         f"ASM = gl.constexpr({asm!r})",
@@ -261,52 +287,26 @@ def cluster_source(
             lines += [f"        acc1 = gl.zeros({tile}, gl.float32, layout=L)"]
         for c in range(k):
             lines += [f"        async_copy.wait_group({k - 1 - c + later})"]
-            lines += [f"        g = dy{t}{c}.load(L).to(gl.float32) * w{c}.load(L).to(gl.float32)"]
-            if ln:
-                lines += ["        acc1 += g", f"        acc += g * (x{t}{c}.load(L).to(gl.float32) - mean)"]
-            else:
-                lines += [f"        acc += g * x{t}{c}.load(L).to(gl.float32)"]
-        if exchange == "push":  # this site's use i // step: its parity and its mbarrier's phase
-            use = f"(i // {step})"
+            lines += statistic_lines(ln, f"x{t}{c}", f"dy{t}{c}", f"w{c}")
+        if exchange == "none":  # each CTA's own partials in every CTA's place: a wrong result, timed only
+            lines += [f"        {o} = {parts[q // ctas]}" for q, o in enumerate(outs)]
+        else:
+            use = f"(i // {step})"  # this site's use: the push's parity and its mbarrier's phase
             flags = [f"rr * 0 + ({use} == 0).to(gl.int32)", f"rr * 0 + {use} % 2", f"rr * 0 + ({use} // 2) % 2"]
+            inputs = (flags if exchange == "push" else []) + parts
             lines += [
-                f"        {', '.join(outs)}, = gl.inline_asm_elementwise(ASM, CON, [{', '.join(flags + parts)}], "
+                f"        {', '.join(outs)}, = gl.inline_asm_elementwise(ASM, CON, [{', '.join(inputs)}], "
                 f"dtype=[{', '.join(['gl.float32'] * len(outs))}], is_pure=False, pack=1)"
             ]
-        elif exchange == "barriers":
-            lines += [
-                f"        {', '.join(outs)}, = gl.inline_asm_elementwise(ASM, CON, [{', '.join(parts)}], "
-                f"dtype=[{', '.join(['gl.float32'] * len(outs))}], is_pure=False, pack=1)"
-            ]
-        else:  # each CTA's own partials in every CTA's place: a wrong result, timed only
-            lines += [f"        {o} = {parts[j // ctas]}" for j, o in enumerate(outs)]
         if ln:
             lines += [f"        m1 = gl.expand_dims({total[0]}, 1) / {n}"]
             lines += [f"        m2 = gl.expand_dims({total[1]}, 1) * rstd / {n}"]
         else:
             lines += [f"        s = gl.expand_dims({total[0]}, 1) * rstd * rstd * rstd / {n}"]
         for c in range(k):
-            lines += [
-                f"        xv = x{t}{c}.load(L).to(gl.float32)",
-                f"        dyv = dy{t}{c}.load(L).to(gl.float32) * okf",
-            ]
-            lines += [f"        g = dyv * w{c}.load(L).to(gl.float32)"]
-            if ln:
-                lines += [
-                    "        xh = (xv - mean) * rstd",
-                    "        dx = rstd * (g - m1 - xh * m2)",
-                    f"        dw{c} += dyv * xh",
-                    f"        db{c} += dyv",
-                ]
-            else:
-                lines += ["        dx = rstd * g - xv * s", f"        dw{c} += dyv * xv * rstd"]
-            lines += [
-                f"        gl.store(DX + base + {c * chunk} + cols, dx.to(gl.bfloat16), mask=okc)",
-                "        gl.thread_barrier()",
-                f"        async_copy.async_copy_global_to_shared(x{t}{c}, X + nxt + {c * chunk} + cols, mask=more)",
-                f"        async_copy.async_copy_global_to_shared(dy{t}{c}, DY + nxt + {c * chunk} + cols, mask=more)",
-                "        async_copy.commit_group()",
-            ]
+            lines += gradient_lines(ln, f"x{t}{c}", f"dy{t}{c}", f"w{c}", c, " * okf")
+            lines += [f"        gl.store(DX + base + {c * chunk} + cols, dx.to(gl.bfloat16), mask=okc)"]
+            lines += refill_lines(f"x{t}{c}", f"dy{t}{c}", f"nxt + {c * chunk} + cols", "more")
     lines += ["    async_copy.wait_group(0)"]
     if exchange == "push":  # no CTA leaves while a peer's pushes may still be on their way
         lines += [
@@ -314,9 +314,7 @@ def cluster_source(
             "barrier.cluster.wait.acquire.aligned;\\nmov.u32 $0, $1;', '=r,r', [rr], dtype=gl.int32, "
             "is_pure=False, pack=1)"
         ]
-    for j, a in enumerate(sums):
-        lines += [f"    gl.store(WS + ({j} * P + pid) * {n} + {c * chunk} + cols, {a}{c})" for c in range(k)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + workspace_lines(sums, k, n, chunk)) + "\n"
 
 
 def load(source: str) -> Any:
