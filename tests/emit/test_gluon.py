@@ -62,6 +62,29 @@ def test_a_cluster_kernel_compiles_with_its_exchange(name: str, ctas: int, arch:
         assert 4 * 1024 * 2 <= report.shared_bytes < 4 * 1024 * 2 + 1024, report.summary()
 
 
+@pytest.mark.parametrize("arch", ["sm_90", "sm_100"])
+def test_a_pushed_exchange_in_a_loop_counts_its_uses(arch: str) -> None:
+    """rmsnorm_cluster_rows.tile (the gather pushed every iteration of a loop over rows): the
+    per-use exchange, its first use, parity and phase the loop's iteration, compiles as a cluster
+    kernel with the exchange in the PTX, nothing spilled; at the top level the gather keeps the
+    exchange that serves once (rmsnorm_cluster.tile with exchange = "push")."""
+    module = emit_gluon(kernel_for("rmsnorm_cluster_rows"))  # type: ignore[arg-type]
+    use = "((row - pid) // P)"
+    assert f"({use} == 0).to(gl.int32)" in module.source and f"({use} % 2).to(gl.int32)" in module.source
+    assert f"(({use} // 2) % 2).to(gl.int32)" in module.source and "CLUSTER_PUSH_C" in module.source
+    assert "tilec_push_bars[2]" in module.source and "mbarrier.try_wait.parity" in module.source
+    report = check_compile(module, arch)
+    assert report.ok, report.error + "\n" + report.detail
+    assert report.num_ctas == 4 and report.cluster_exchange and report.spills == 0, report.summary()
+    once = (
+        (KERNELS / "rmsnorm_cluster.tile")
+        .read_text()
+        .replace("tile.cluster_gather %part :", 'tile.cluster_gather %part {exchange = "push"} :')
+    )
+    source = emit_gluon(parse(once).kernels[0]).source
+    assert "CLUSTER_PUSH" not in source and "tilec_push_slot" in source and "tilec_push_bars" not in source
+
+
 def test_compile_failure_is_reported_not_raised() -> None:
     module = emit_gluon(kernel_for("rmsnorm_tma"))  # type: ignore[arg-type]
     module.source = module.source.replace("gl.sum(", "gl.no_such_reduction(")

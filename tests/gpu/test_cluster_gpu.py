@@ -137,3 +137,34 @@ def test_the_plans_cluster_form_launches_as_the_hook_launches_it(
         taken.run(*inputs, y, stream=torch.cuda.current_stream().cuda_stream)
         torch.cuda.synchronize()
         assert_close(y.float(), expected.to(torch.bfloat16).float(), torch.bfloat16, what=f"{op} {plan}")
+
+
+@pytest.mark.parametrize(("rows", "programs"), [(37, 5), (8, 8), (3, 4)])
+def test_a_pushed_exchange_in_a_loop_equals_rmsnorm(rows: int, programs: int) -> None:
+    """tests/kernels/rmsnorm_cluster_rows.tile as tilec emits it: P clusters each taking rows pid,
+    pid + P, ... in a loop, the partial sums pushed every row (two sets of slots and mbarriers by
+    the iteration's parity, re-armed after each wait): every launch (of several) equals RMSNorm,
+    with clusters taking several rows (parities and phases wrapping), one, or none."""
+    from pathlib import Path
+
+    import torch
+    from gpu_support import hopper
+
+    from tilec.emit.gluon import emit_gluon
+    from tilec.ir import parse_file
+    from tilec.runtime import load_source
+
+    if not hopper():
+        pytest.skip("thread-block clusters need Hopper or newer")
+    kernel = parse_file(Path(__file__).resolve().parents[1] / "kernels" / "rmsnorm_cluster_rows.tile").kernels[0]
+    launch = load_source(emit_gluon(kernel).source).launch
+    cols = 4 * kernel.constexprs["W"]
+    g = torch.Generator(device="cuda").manual_seed(rows)
+    x = torch.randn(rows, cols, device="cuda", generator=g).bfloat16()
+    w = torch.randn(cols, device="cuda", generator=g).bfloat16()
+    xf = x.float()
+    want = ((xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).bfloat16().float() * w.float()).bfloat16()
+    for _ in range(4):
+        y = torch.full_like(x, float("nan"))
+        launch(x, w, y, rows, programs)
+        torch.testing.assert_close(y.float(), want.float(), rtol=1.6e-2, atol=1e-5)

@@ -84,3 +84,25 @@ def test_a_row_split_over_a_cluster_equals_rmsnorm(form: str, rows: int, unit: i
     interp.run(kernel, x, w, y, rows)
     expected = rmsnorm(x, w)
     torch.testing.assert_close(y.float(), expected.bfloat16().float(), rtol=1.6e-2, atol=1e-5)
+
+
+@settings(max_examples=examples(10), deadline=None)
+@given(
+    rows=st.integers(1, 7),
+    programs=st.integers(1, 3),
+    unit=st.sampled_from([32, 256]),
+    seed=st.integers(0, 2**16),
+)
+def test_clusters_taking_rows_in_a_loop_equal_rmsnorm(rows: int, programs: int, unit: int, seed: int) -> None:
+    """rmsnorm_cluster_rows.tile: P clusters, each taking rows pid, pid + P, ... in a loop, the
+    partial sums gathered every row (exchange = "push" in the loop's body): every row normalized
+    as RMSNorm, whether a cluster takes several rows, one, or none."""
+    kernel = parse_file(KERNELS / "rmsnorm_cluster_rows.tile").kernels[0]
+    kernel.constexprs["W"] = unit
+    cols = 4 * unit
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(rows, cols, generator=g).bfloat16()
+    w = torch.randn(cols, generator=g).bfloat16()
+    y = torch.full_like(x, float("nan"))
+    interp.run(kernel, x, w, y, rows, programs)
+    torch.testing.assert_close(y.float(), rmsnorm(x, w).bfloat16().float(), rtol=1.6e-2, atol=1e-5)

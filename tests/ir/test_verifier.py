@@ -281,20 +281,22 @@ CASES = {
         ),
         "exchanges 32-bit values, got f16",
     ),
-    "cluster-gather-push-in-a-loop": (
+    "cluster-gather-push-in-a-nested-loop": (
         CLUSTER
         + kernel(
             "  %r = tile.arange {end = 4} : tile<[4], i32, #s>\n"
             "  %lo = tile.constant {value = 0} : i32\n"
             "  %hi = tile.constant {value = 2} : i32\n"
             "  %one = tile.constant {value = 1} : i32\n"
+            "  tile.for %j = %lo to %hi step %one {\n"
             "  tile.for %i = %lo to %hi step %one {\n"
             '    %a, %b, %c, %d = tile.cluster_gather %r {exchange = "push"} : '
             + ", ".join(["tile<[4], i32, #s>"] * 4)
-            + "\n    tile.yield\n  }",
+            + "\n    tile.yield\n  }\n  tile.yield\n  }",
             attrs="grid = [1], num_warps = 4, num_ctas = 4",
         ),
-        "exchange = \"push\" stands at the kernel's top level (its mbarrier serves once), not inside 'tile.for'",
+        "exchange = \"push\" stands at the kernel's top level or directly in a top-level loop's body "
+        "(its mbarriers count the loop's iterations), not inside 'tile.for', 'tile.for'",
     ),
 }
 

@@ -36,13 +36,14 @@ from tilec.emit.common import (
 )
 from tilec.emit.gluon_api import gluon_api
 from tilec.emit.python import HELPERS, PythonEmitter
-from tilec.ir.core import Kernel, Module, Operation, Value
+from tilec.ir.core import Kernel, Module, Operation, Value, enclosing_ops
 from tilec.ir.dtypes import DType
 from tilec.ir.expr import evaluate
 from tilec.ir.layouts import BlockedLayout, Layout, NVMMASharedLayout, SliceLayout, SwizzledSharedLayout
 from tilec.ir.ops import (
     AsyncCopyOp,
     ClusterGatherOp,
+    ForOp,
     MBarrierOp,
     MBarrierWaitOp,
     SmemIndexOp,
@@ -406,6 +407,64 @@ def _cta_barrier(e: GluonEmitter, o: Operation, d: int) -> None:
     e.emit(d, f"{e.api.cta_barrier}()", o)
 
 
+def push_per_use_asm(ctas: int, dtypes: list[DType]) -> tuple[str, str]:
+    """Inline PTX for `push` inside a loop (`tile.cluster_gather`'s docstring), and its
+    constraints: outputs as `cluster_gather_asm`'s; inputs: whether this is the site's first use
+    (nonzero: thread 0 initializes both mbarriers, each expecting the cluster's bytes, then a
+    cluster barrier), the use's parity p (its slots and mbarrier), its mbarrier's phase, then this
+    CTA's k values. Thread r < ctas writes them into CTA r's slots of parity p (`st.async`, bytes
+    completing on CTA r's mbarrier p); every thread waits on its own mbarrier p and reads every
+    CTA's values; thread 0 then re-arms mbarrier p for the parity's next use."""
+    k = len(dtypes)
+    n = k * ctas
+    code = ["f" if dt.is_float else "r" for dt in dtypes]
+    constraints = ",".join([f"={c}" for c in code for _ in range(ctas)] + ["r", "r", "r"] + code)
+    first, parity, phase = f"${n}", f"${n + 1}", f"${n + 2}"
+    nbytes = 4 * n
+    lines = [
+        "{",
+        ".reg .b32 %tilec_t, %tilec_me, %tilec_rs, %tilec_rb, %tilec_bar, %tilec_slots;",
+        ".reg .b64 %tilec_state;",
+        ".reg .pred %tilec_first, %tilec_use0, %tilec_sender, %tilec_done;",
+        ".shared .align 8 .b64 tilec_push_bars[2];",
+        f".shared .align 16 .b32 tilec_push_slots[{2 * n}];",
+        "mov.u32 %tilec_t, %tid.x;",
+        "mov.u32 %tilec_me, %cluster_ctarank;",
+        "setp.eq.u32 %tilec_first, %tilec_t, 0;",
+        f"setp.ne.u32 %tilec_use0, {first}, 0;",
+        "@!%tilec_use0 bra tilec_push_ready_${:uid};",
+        "@%tilec_first mbarrier.init.shared::cta.b64 [tilec_push_bars], 1;",
+        "@%tilec_first mbarrier.init.shared::cta.b64 [tilec_push_bars+8], 1;",
+        f"@%tilec_first mbarrier.arrive.expect_tx.shared::cta.b64 %tilec_state, [tilec_push_bars], {nbytes};",
+        f"@%tilec_first mbarrier.arrive.expect_tx.shared::cta.b64 %tilec_state, [tilec_push_bars+8], {nbytes};",
+        "fence.mbarrier_init.release.cluster;",
+        "barrier.cluster.arrive.relaxed.aligned;",
+        "barrier.cluster.wait.aligned;",
+        "tilec_push_ready_${:uid}:",
+        "mov.u32 %tilec_bar, tilec_push_bars;",
+        f"mad.lo.u32 %tilec_bar, {parity}, 8, %tilec_bar;",
+        "mov.u32 %tilec_slots, tilec_push_slots;",
+        f"mad.lo.u32 %tilec_slots, {parity}, {4 * n}, %tilec_slots;",
+        f"setp.lt.u32 %tilec_sender, %tilec_t, {ctas};",
+        "@%tilec_sender mapa.shared::cluster.u32 %tilec_rs, %tilec_slots, %tilec_t;",
+        "@%tilec_sender mapa.shared::cluster.u32 %tilec_rb, %tilec_bar, %tilec_t;",
+        "@%tilec_sender mad.lo.u32 %tilec_rs, %tilec_me, 4, %tilec_rs;",
+    ]
+    lines += [
+        f"@%tilec_sender st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 "
+        f"[%tilec_rs+{4 * i * ctas}], ${n + 3 + i}, [%tilec_rb];"
+        for i in range(k)
+    ]
+    lines += [
+        "tilec_push_wait_${:uid}:",
+        f"mbarrier.try_wait.parity.shared::cta.b64 %tilec_done, [%tilec_bar], {phase};",
+        "@!%tilec_done bra tilec_push_wait_${:uid};",
+    ]
+    lines += [f"ld.shared.b32 ${j}, [%tilec_slots+{4 * j}];" for j in range(n)]
+    lines += [f"@%tilec_first mbarrier.arrive.expect_tx.shared::cta.b64 %tilec_state, [%tilec_bar], {nbytes};", "}"]
+    return "\n".join(lines), constraints
+
+
 def cluster_gather_asm(ctas: int, dtypes: list[DType], exchange: str = "barriers") -> tuple[str, str]:
     """Inline PTX giving every CTA of a cluster every CTA's value of each operand (one 32-bit
     value a thread each; all of a CTA's threads hold the same ones), and its constraints. Outputs
@@ -476,13 +535,24 @@ def _cluster_gather(e: GluonEmitter, o: Operation, d: int) -> None:
     assert isinstance(o, ClusterGatherOp)
     ctas = e.k.launch.num_ctas
     dtypes = [v.type.dtype for v in o.values]  # type: ignore[attr-defined]
-    asm, constraints = cluster_gather_asm(ctas, dtypes, o.attr("exchange"))
-    code, codes = e.constant("CLUSTER_GATHER", repr(asm)), e.constant("CLUSTER_GATHER_C", repr(constraints))
+    loop = next(enclosing_ops(o), None)
+    operands = [e.n(v) for v in o.values]
+    if o.attr("exchange") == "push" and isinstance(loop, ForOp) and not loop.attr("unroll"):
+        # its use: the loop's iteration; its flags, tiles like its values
+        asm, constraints = push_per_use_asm(ctas, dtypes)
+        t = o.values[0].type
+        assert isinstance(t, TileType)
+        use = f"(({e.n(loop.induction_var)} - {e.bound(loop.lower)}) // {e.bound(loop.step)})"
+        flags = [f"{use} == 0", f"{use} % 2", f"({use} // 2) % 2"]
+        operands = [f"gl.full([{ctas}], ({f}).to(gl.int32), gl.int32, layout={e.layout(t.layout)})" for f in flags]
+        operands += [e.n(v) for v in o.values]
+        name = "CLUSTER_PUSH"
+    else:  # at the top level (or unrolled: each copy a site of its own, used once)
+        asm, constraints = cluster_gather_asm(ctas, dtypes, o.attr("exchange"))
+        name = "CLUSTER_GATHER"
+    code, codes = e.constant(name, repr(asm)), e.constant(f"{name}_C", repr(constraints))
     out = ", ".join(e.dtype(dt) for dt in dtypes for _ in range(ctas))
-    call = (
-        f"gl.inline_asm_elementwise({code}, {codes}, [{', '.join(e.n(v) for v in o.values)}], "
-        f"dtype=[{out}], is_pure=False, pack=1)"
-    )
+    call = f"gl.inline_asm_elementwise({code}, {codes}, [{', '.join(operands)}], dtype=[{out}], is_pure=False, pack=1)"
     e.emit(d, f"{', '.join(e.n(r) for r in o.results)} = {call}", o)
 
 

@@ -470,8 +470,12 @@ class ClusterGatherOp(Operation):
       two cluster barriers reads every peer's;
     - `push`: each CTA writes its values into every peer's shared memory, each write completing
       bytes on the peer's mbarrier, and waits on its own for all of the cluster's — one cluster
-      barrier (after the mbarrier's initialization) and no remote reads. The mbarrier serves once,
-      so the op must stand at the kernel's top level (in no loop, conditional or partition)."""
+      barrier (after the mbarrier's initialization) and no remote reads. At the kernel's top level
+      the mbarrier serves once. Directly in the body of a loop (a `tile.for` at the top level,
+      the op in no conditional or partition) it serves every iteration: two sets of slots and two
+      mbarriers, by the iteration's parity, each re-armed after its wait, initialized at the first
+      iteration (a peer's write for iteration i + 2 needs this CTA's write for i + 1, which comes
+      after its reads of iteration i's slots)."""
 
     name = "tile.cluster_gather"
     values = Variadic()
@@ -502,8 +506,9 @@ class ClusterGatherOp(Operation):
         if ctas < 2:
             raise self.error("gathers across the CTAs of a cluster: the layout spans one CTA")
         check_results(self, [v.type for v in self.operands for _ in range(ctas)])
-        outer = next(enclosing_ops(self), None)
-        if self.attr("exchange") == "push" and outer is not None:
+        outer = list(enclosing_ops(self))
+        if self.attr("exchange") == "push" and outer and [o.name for o in outer] != ["tile.for"]:
             raise self.error(
-                f"exchange = \"push\" stands at the kernel's top level (its mbarrier serves once), not inside '{outer.name}'"
+                "exchange = \"push\" stands at the kernel's top level or directly in a top-level loop's body "
+                f"(its mbarriers count the loop's iterations), not inside {', '.join(repr(o.name) for o in outer)}"
             )
