@@ -148,65 +148,6 @@ def kernel_source(n: int, chunk: int, warps: int, op: str = "rms") -> str:
     return "\n".join(lines) + "\n"
 
 
-def push_asm(ctas: int, k: int) -> tuple[str, str]:
-    """Inline PTX exchanging k 32-bit partials a row among a cluster's CTAs by pushing them, and its
-    constraints: every use of the site, thread r < ctas writes this CTA's values into CTA r's
-    slots (`st.async`, completing their bytes on CTA r's mbarrier), and every thread waits on its
-    own mbarrier and reads every CTA's values from its slots — one wait for the data, where the
-    barriers form (`tilec.emit.gluon.cluster_gather_asm`) takes two cluster barriers and remote
-    reads. Two mbarriers and two sets of slots, used by alternate rows (parity p): a peer's write
-    for the row two on needs this CTA's push for the row after, which follows its reads of this
-    row's slots (a CTA barrier between). After its wait, thread 0 re-arms the mbarrier (its bytes
-    expected) for the parity's next use. The site's first use initializes both mbarriers, then a
-    cluster barrier. Outputs $0..$(k*ctas-1), value i of CTA r at $(i*ctas + r); inputs: first
-    use (nonzero), parity, phase, this CTA's k values."""
-    n_out = k * ctas
-    first, parity, phase = f"${n_out}", f"${n_out + 1}", f"${n_out + 2}"
-    nbytes = 4 * ctas * k
-    lines = [
-        "{",
-        ".reg .b32 %pt, %pme, %prs, %prb, %pa, %pb;",
-        ".reg .b64 %pst;",
-        ".reg .pred %pp0, %pfirst, %psnd, %pdone;",
-        ".shared .align 8 .b64 tilec_row_bar[2];",
-        f".shared .align 16 .b32 tilec_row_slot[{2 * n_out}];",
-        "mov.u32 %pt, %tid.x;",
-        "mov.u32 %pme, %cluster_ctarank;",
-        "setp.eq.u32 %pp0, %pt, 0;",
-        f"setp.ne.u32 %pfirst, {first}, 0;",
-        "@!%pfirst bra tilec_row_ready_${:uid};",
-        "@%pp0 mbarrier.init.shared::cta.b64 [tilec_row_bar], 1;",
-        "@%pp0 mbarrier.init.shared::cta.b64 [tilec_row_bar+8], 1;",
-        f"@%pp0 mbarrier.arrive.expect_tx.shared::cta.b64 %pst, [tilec_row_bar], {nbytes};",
-        f"@%pp0 mbarrier.arrive.expect_tx.shared::cta.b64 %pst, [tilec_row_bar+8], {nbytes};",
-        "fence.mbarrier_init.release.cluster;",
-        "barrier.cluster.arrive.relaxed.aligned;",
-        "barrier.cluster.wait.aligned;",
-        "tilec_row_ready_${:uid}:",
-        "mov.u32 %pa, tilec_row_bar;",
-        f"mad.lo.u32 %pa, {parity}, 8, %pa;",
-        "mov.u32 %pb, tilec_row_slot;",
-        f"mad.lo.u32 %pb, {parity}, {4 * n_out}, %pb;",
-        f"setp.lt.u32 %psnd, %pt, {ctas};",
-        "@%psnd mapa.shared::cluster.u32 %prs, %pb, %pt;",
-        "@%psnd mapa.shared::cluster.u32 %prb, %pa, %pt;",
-        "@%psnd mad.lo.u32 %prs, %pme, 4, %prs;",
-    ]
-    lines += [
-        f"@%psnd st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%prs+{4 * i * ctas}], ${n_out + 3 + i}, [%prb];"
-        for i in range(k)
-    ]
-    lines += [
-        "tilec_row_wait_${:uid}:",
-        f"mbarrier.try_wait.parity.shared::cta.b64 %pdone, [%pa], {phase};",
-        "@!%pdone bra tilec_row_wait_${:uid};",
-    ]
-    lines += [f"ld.shared.b32 ${j}, [%pb+{4 * j}];" for j in range(n_out)]
-    lines += [f"@%pp0 mbarrier.arrive.expect_tx.shared::cta.b64 %pst, [%pa], {nbytes};", "}"]
-    constraints = ",".join(["=f"] * n_out + ["r", "r", "r"] + ["f"] * k)
-    return "\n".join(lines), constraints
-
-
 def cluster_source(
     n: int, chunk: int, warps: int, op: str = "rms", ctas: int = 2, ahead: bool = False, exchange: str = "barriers"
 ) -> str:
@@ -219,10 +160,11 @@ def cluster_source(
     `ahead`: two sets of the ring's slots, the cluster's rows alternating between them (two rows a
     trip), so that the next row's copies are in flight through this row's exchange (with one set,
     the next row's chunk is copied only once this row's is read after the exchange: nothing is in
-    flight while the CTAs wait for each other). `exchange`: "barriers", "push" (`push_asm`: one wait
-    for the data a row), or "none": no exchange, each CTA taking its own partial statistics for
+    flight while the CTAs wait for each other). `exchange`: "barriers", "push"
+    (`tilec.emit.gluon.push_per_use_asm`, tile.cluster_gather's push in a loop: one wait for the
+    data a row), or "none": no exchange, each CTA taking its own partial statistics for
     every CTA's (a wrong result: what the exchange costs, timed)."""
-    from tilec.emit.gluon import cluster_gather_asm
+    from tilec.emit.gluon import cluster_gather_asm, push_per_use_asm
     from tilec.ir.dtypes import f32
 
     ln = op == "ln"
@@ -232,7 +174,7 @@ def cluster_source(
     assert k * chunk * ctas == n and spt * 32 * warps == chunk and spt >= 1 and ctas & (ctas - 1) == 0
     bases = [[1 << i, 0] for i in range(ctas.bit_length() - 1)]
     if exchange == "push":
-        asm, constraints = push_asm(ctas, 2 if ln else 1)
+        asm, constraints = push_per_use_asm(ctas, [f32, f32] if ln else [f32])
     else:
         asm, constraints = cluster_gather_asm(ctas, [f32, f32] if ln else [f32], "barriers")
     sums = ["dw", "db"] if ln else ["dw"]
