@@ -50,8 +50,17 @@ autotune: bool = _flag("TILEC_AUTOTUNE")
 # The pass pipeline run before each emitter (names from tilec.passes, or pipeline strings), and
 # before the Gluon emitter for a banded kernel (a norm's backward fused with its weights'
 # gradients): "gluon-banded", "gluon-ring" where the key is absent.
+# A banded kernel's cluster form (its rows split across a cluster: a candidate or rule whose plan
+# options are `band-cluster`'s, "ctas=2,..."): "gluon-banded-cluster", "gluon-cluster-ring" where
+# the key is absent.
 BANDED_GLUON = "gluon-ring"
-pipelines: dict[str, str] = {"gluon": "gluon-default", "triton": "triton-default", "gluon-banded": BANDED_GLUON}
+BANDED_CLUSTER = "gluon-cluster-ring"
+pipelines: dict[str, str] = {
+    "gluon": "gluon-default",
+    "triton": "triton-default",
+    "gluon-banded": BANDED_GLUON,
+    "gluon-banded-cluster": BANDED_CLUSTER,
+}
 
 _FIELDS = ("emitter", "enabled", "strict", "decline", "autotune", "pipelines")
 
@@ -64,7 +73,7 @@ def check() -> None:
     """Raises ConfigError if a setting is invalid."""
     if emitter not in EMITTERS:
         raise ConfigError(f"tilec.config.emitter must be one of {', '.join(EMITTERS)}; got {emitter!r}")
-    for name in ("gluon", "triton", *(["gluon-banded"] if "gluon-banded" in pipelines else [])):
+    for name in ("gluon", "triton", *(k for k in ("gluon-banded", "gluon-banded-cluster") if k in pipelines)):
         if not isinstance(pipelines.get(name), str):
             raise ConfigError(
                 f"tilec.config.pipelines[{name!r}] must be a pipeline string; got {pipelines.get(name)!r}"
@@ -74,6 +83,12 @@ def check() -> None:
 def banded_gluon_pipeline() -> str:
     """The pipeline before the Gluon emitter for a banded kernel (`pipelines["gluon-banded"]`)."""
     return pipelines.get("gluon-banded", BANDED_GLUON)
+
+
+def banded_cluster_pipeline() -> str:
+    """The pipeline before the Gluon emitter for a banded kernel's cluster form
+    (`pipelines["gluon-banded-cluster"]`)."""
+    return pipelines.get("gluon-banded-cluster", BANDED_CLUSTER)
 
 
 def fingerprint() -> str:

@@ -227,6 +227,11 @@ def check_backward(
     got = run_chain(
         kernels, [inputs[i] for i in graph_inputs(gm)], {"XBLOCK": xblock, "RSPLIT": rsplit}, pipeline, triton, ran
     )
+    check_outputs(op, m, n, k, want, got, f"XBLOCK={xblock} RSPLIT={rsplit} {pipeline}")
+
+
+def check_outputs(op: str, m: int, n: int, k: Any, want: Any, got: dict, how: str) -> None:
+    """The graph's outputs `want` against the buffers the banded kernel `k` and the others wrote."""
     dx = [a.buffer for a in k.result.args if a.is_written and a.buffer != WORKSPACE]
     assert len(dx) == 1, k.result.args
     # the weights' gradients: the column sums, or what a later kernel made of them (bf16 copies);
@@ -239,7 +244,7 @@ def check_backward(
         k.result.column_sums,
     )
     for i, ref in enumerate(want):
-        what = f"{op} {m}x{n} XBLOCK={xblock} RSPLIT={rsplit} {pipeline}: output {i}"
+        what = f"{op} {m}x{n} {how}: output {i}"
         if ref.dim() == 2:
             assert_close(got[dx[0]].float(), ref.float(), torch.bfloat16, what=what + " (dx)")
             continue
@@ -320,6 +325,61 @@ def test_the_ring_form_computes_the_backward(op: str, m: int, n: int, rsplit: in
     assert bool(chunk_reads) != weights  # every chunk's read a slot, but the weights' where they are not cached
 
 
+# the cluster form (`band-cluster`): clusters of 2 or 4, chunks of 32 over one warp (the rows here
+# are 64-384 elements, each CTA's slice one to four chunks)
+def cluster_pipeline(ctas: int) -> str:
+    return with_options("gluon-cluster-ring", "band-cluster", f"ctas={ctas},chunk=32,warps=1")
+
+
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    op=st.sampled_from(BACKWARDS),
+    m=st.integers(8, 40),
+    chunks=st.integers(1, 3),
+    ctas=st.sampled_from([2, 4]),
+    rsplit=st.integers(1, 12),
+    weights=st.booleans(),
+    exchange=st.sampled_from(["push", "barriers"]),
+)
+@example(op="layernorm", m=37, chunks=4, ctas=2, rsplit=7, weights=True, exchange="push")  # 4 chunks a CTA, two sums
+@example(op="rmsnorm", m=9, chunks=1, ctas=2, rsplit=12, weights=True, exchange="push")  # one band, shorter than RSPLIT
+@example(op="add_rmsnorm_mlp", m=24, chunks=1, ctas=4, rsplit=5, weights=True, exchange="push")  # four row inputs
+@example(op="add_rmsnorm", m=30, chunks=2, ctas=2, rsplit=4, weights=False, exchange="barriers")  # weight from global
+def test_the_cluster_form_computes_the_backward(
+    op: str, m: int, chunks: int, ctas: int, rsplit: int, weights: bool, exchange: str
+) -> None:
+    """`band-cluster` on the logical banded kernel: each row split across a cluster (CTA r its
+    columns r·n/ctas on), each CTA's chunks of the row inputs in shared-memory buffers (the band's
+    first row copied ahead of the band, each chunk refilled with the next row's after its last
+    read, behind a CTA barrier), the weights' chunks copied once (or read from global memory), the
+    row's statistics exchanged across the cluster in the band loop (either exchange); tilec's
+    interpreter, which checks every buffer read against the copies in flight and the barriers and
+    runs a cluster's CTAs together, computes dx and the weights' gradients as the graph does. The
+    pass must have made the form (a remark would have left the kernel as it was)."""
+    n = ctas * 32 * chunks
+    bands = -(-m // rsplit)  # (the pass binds RSPLIT from its clusters: about m / bands rows each)
+    options = f"weights={str(weights).lower()},exchange={exchange},bands={bands}"
+    pipeline = with_options(cluster_pipeline(ctas), "band-cluster", options)
+    ran: list[Kernel] = []
+    with torch._inductor.config.patch({"triton.mix_order_reduction_non_strict_mode": True}):
+        gm, shapes = backward_graph(m, n, op)
+        kernels = capture(gm, shapes, strict=True, fuse=lambda *_: True)
+    k = banded(kernels)
+    assert k is not None
+    gen = torch.Generator().manual_seed(m * 1000 + n)
+    inputs = [_random(t, gen) for t in shapes]
+    want = gm(*inputs)
+    got = run_chain(kernels, [inputs[i] for i in graph_inputs(gm)], {}, pipeline, False, ran)
+    clustered = [kn for kn in ran if "RSPLIT" in kn.constexprs]
+    assert len(clustered) == 1 and clustered[0].launch.num_ctas == ctas
+    assert clustered[0].constexprs["RSPLIT"] == -(-m // bands)
+    ops = list(clustered[0].walk())
+    assert {"tile.async_copy", "tile.async_wait", "tile.cta_barrier", "tile.cluster_gather"} <= {o.name for o in ops}
+    chunk_reads = [o for o in ops if isinstance(o, LoadOp) and o.result.type.shape[-1] == 32]
+    assert bool(chunk_reads) != weights  # every chunk's read a buffer, but the weights' where they are not cached
+    check_outputs(op, m, n, k, want, got, pipeline)
+
+
 @pytest.mark.parametrize("op", ["rmsnorm", "add_rmsnorm"])
 def test_the_ring_form_of_rows_of_32768_fits_one_program_an_sm(op: str) -> None:
     """The norm's backward at 4096x32768 fused (the H100's range at rows of 32768) through
@@ -348,6 +408,37 @@ def test_the_ring_form_of_rows_of_32768_fits_one_program_an_sm(op: str) -> None:
     assert report.ok, report.error
     assert report.num_warps == 16 and report.registers <= 128 and report.stack_bytes <= 64, report.summary()
     assert 3 * 8 * 8192 <= report.shared_bytes <= 232448 and set(report.cp_async_bytes) == {16}, report.summary()
+
+
+@pytest.mark.parametrize(
+    ("op", "m", "n", "shared", "stack"), [("layernorm", 4096, 32768, 3, 16), ("rmsnorm", 2048, 65536, 3, 0)]
+)
+def test_the_cluster_form_compiles_for_sm_90(op: str, m: int, n: int, shared: int, stack: int) -> None:
+    """The norm's fused backward through `gluon-cluster-ring` (the H100's rules' cluster form at
+    these shapes), compiled for sm_90 without a GPU: clusters of 2 over 8 warps, each CTA's slice
+    of x, dy and the weight in shared memory (8 or 16 buffers each, of 4 KiB a CTA), 16-byte cp.async
+    copies, the column sums in registers with at most `stack` bytes spilled (LayerNorm's two sums
+    of 16384 a CTA: 128 registers a thread of them; 2 words measured)."""
+    from tilec.emit.check import check_compile
+    from tilec.emit.gluon import emit_gluon
+
+    with torch._inductor.config.patch({"triton.mix_order_reduction_non_strict_mode": True}):
+        gm, inputs = backward_graph(m, n, op)
+        k = banded(capture(gm, inputs, strict=True, fuse=lambda *_: True))
+    assert k is not None
+    module = parse(print_kernel(k.result.kernel))
+    remarks: list[Any] = []
+    run_pipeline(module, "gluon-cluster-ring", remarks=remarks)
+    assert not [r for r in remarks if r.pass_name == "band-cluster"], remarks
+    kernel = module.kernels[0]
+    chunks = n // (2 * 2048)
+    assert [o.name for o in kernel.walk()].count("tile.smem_alloc") == shared * chunks
+    report = check_compile(emit_gluon(kernel), "sm_90")
+    assert report.ok, report.error
+    assert report.num_warps == 8 and report.num_ctas == 2 and report.stack_bytes <= stack, report.summary()
+    assert shared * chunks * 4096 <= report.shared_bytes <= 232448 and set(report.cp_async_bytes) == {16}, (
+        report.summary()
+    )
 
 
 def test_a_symbolic_row_count_is_banded_for_the_rows_given() -> None:
@@ -418,18 +509,19 @@ def test_tilec_fuses_a_norm_backward_where_its_banded_kernel_measured_faster(m: 
 
 @pytest.mark.parametrize(
     ("op", "fused"),
-    [("rmsnorm", True), ("add_rmsnorm", True), ("layernorm", False), ("add_rmsnorm_mlp", False)],
+    [("rmsnorm", True), ("add_rmsnorm", True), ("layernorm", True), ("add_rmsnorm_mlp", False)],
 )
 def test_a_range_past_rows_of_16384_has_them_fused(op: str, fused: bool) -> None:
     """Stock refuses a mix-order reduction over rows past 16384 whatever its size checks (its
     persistent row reduction); tilec's fusion answers that check yes and the GPU's range decides,
-    as for every size. The H100's range at rows of 32768 holds for the kernel's Gluon ring form
-    with one column sum and two whole rows read where Inductor asks (x and dy): RMSNorm's backward
-    at 4096x32768 is one banded kernel (the residual-fused one too, whose residual's gradient
-    joins it after), whose 32768 column sums band-chunks takes in four chunks for Triton;
-    LayerNorm's (two column sums) and the form read by two projections (three rows) stay apart,
-    and so does every shape where the Gluon emitter cannot run. Every question about LayerNorm
-    counts both its column sums, dB's too when asked about dW alone (it could be fused in after)."""
+    as for every size. The H100's ranges at rows of 32768 hold for the kernel's Gluon forms with
+    up to two column sums and two whole rows read where Inductor asks (x and dy): RMSNorm's
+    backward at 4096x32768 is one banded kernel (the residual-fused one too, whose residual's
+    gradient joins it after), and LayerNorm's (two column sums: the cluster form's range), whose
+    column sums band-chunks takes in four chunks for Triton; the form read by two projections
+    (three rows) stays apart, and so does every shape where the Gluon emitter cannot run. Every
+    question about LayerNorm counts both its column sums, dB's too when asked about dW alone (it
+    could be fused in after)."""
     from tilec.dump import table_fusion
     from tilec.passes.chooser import mix_order_fusion
 
@@ -456,15 +548,24 @@ def test_a_range_past_rows_of_16384_has_them_fused(op: str, fused: bool) -> None
 
 def test_the_ring_range_needs_the_gluon_emitter() -> None:
     """`mix_order_fusion` with the Gluon emitter unavailable leaves out the ranges measured with
-    the kernel's Gluon form (the H100's at rows of 32768), and keeps the others."""
+    the kernel's Gluon forms (rows of 32768 and 65536), and keeps the others."""
     from tilec.passes.chooser import mix_order_fusion
 
     h100 = "NVIDIA H100 80GB HBM3"
     ring = mix_order_fusion(h100, 4096, 32768, 2, 1, 2)
     assert ring is not None and ring.ring
     assert mix_order_fusion(h100, 4096, 32768, 2, 1, 2, gluon=False) is None
-    assert mix_order_fusion(h100, 4096, 32768, 2, 2, 2) is None  # two column sums
     assert mix_order_fusion(h100, 4096, 32768, 2, 1, 3) is None  # three rows
+    # two column sums (LayerNorm): the cluster form's range, from 4096 rows of 32768, 2048 of 65536
+    cluster = mix_order_fusion(h100, 4096, 32768, 2, 2, 2)
+    assert cluster is not None and cluster.ring and cluster.run == "2026-11-28-h100-cluster-fusion"
+    assert mix_order_fusion(h100, 4096, 32768, 2, 2, 2, gluon=False) is None
+    assert mix_order_fusion(h100, 2048, 32768, 2, 2, 2) is None
+    assert mix_order_fusion(h100, 2048, 65536, 2, 2, 2) is not None
+    assert mix_order_fusion(h100, 2048, 65536, 2, 2, 2, gluon=False) is None
+    assert mix_order_fusion("NVIDIA H200", 4096, 32768, 2, 2, 2) is None  # its RMSNorm rules: the ring
+    assert mix_order_fusion("NVIDIA H200", 2048, 65536, 2, 1, 2) is not None
+    assert mix_order_fusion("NVIDIA H200", 2048, 65536, 2, 2, 2) is None  # LayerNorm: faster unfused there
     assert mix_order_fusion(h100, 4096, 8192, 2, 2, 3, gluon=False) is not None
 
 
@@ -513,6 +614,39 @@ def test_rmsnorm_keeps_its_row_whole_at_16384() -> None:
     module = parse(print_kernel(k.result.kernel))
     run_pipeline(module, "triton-default")
     assert module.kernels[0].constexprs["RBLOCK"] == 16384 and "band_chunks" not in module.kernels[0].attributes
+
+
+@pytest.mark.parametrize(("op", "n"), [("layernorm", 32768), ("rmsnorm", 65536)])
+def test_a_banded_kernel_built_with_cluster_options_is_its_cluster_form(op: str, n: int) -> None:
+    """A Gluon build of a mix-order kernel whose plan options are `band-cluster`'s (the autotuner's
+    and the rules' `gluon{ctas=...}`) runs the banded cluster pipeline
+    (`tilec.config.pipelines["gluon-banded-cluster"]`, `gluon-cluster-ring` by default) with them:
+    a cluster a band, RSPLIT for the SMs / ctas clusters (the wrapper's split size), no Triton
+    variant; where the form cannot be made, band-cluster's remark is a ring remark (the hook then
+    declines or falls back as for the ring). The autotuner's candidates hold the cluster forms from
+    rows of 32768, in Gluon only."""
+    from tilec.dump import table_fusion
+    from tilec.inductor import autotune
+    from tilec.inductor.build import build
+    from tilec.inductor.policy import ring_remarks
+    from tilec.ir.target import H100
+
+    rows = 4096 if n == 32768 else 2048
+    gm, inputs = backward_graph(rows, n, op)
+    lowered = banded(capture(gm, inputs, strict=True, fuse=table_fusion)).result
+    made = build(lowered, "gluon", "cuda", "ctas=2,chunk=2048,warps=8")
+    assert made.fallback is None and not ring_remarks(made), made.remarks
+    assert made.pipeline.split(",")[0] == "band-cluster"  # (its options the defaults)
+    assert made.primary.constexprs["RSPLIT"] == -(-rows // 66)  # 66 clusters of 2 on 132 SMs
+    assert "CLUSTER_PUSH" in made.primary.source and "async_copy" in made.primary.source
+    odd = build(lowered, "gluon", "cuda", "ctas=2,chunk=2048,warps=8,smem_budget=1024")
+    assert ring_remarks(odd) and "shared memory" in ring_remarks(odd)[0], odd.remarks
+    clusters = [c for c in autotune.mix_order_candidates(True, H100, gluon=True, row=n) if "ctas" in c]
+    assert clusters == ["gluon{ctas=2,chunk=2048,warps=8}"] + (
+        ["gluon{ctas=8,chunk=1024,warps=8,bands=33}"] if n > 32768 else []
+    )
+    assert not [c for c in autotune.mix_order_candidates(True, H100, gluon=False, row=n) if "ctas" in c]
+    assert not [c for c in autotune.mix_order_candidates(True, H100, gluon=True, row=16384) if "ctas" in c]
 
 
 def test_a_banded_kernel_built_for_gluon_is_its_ring_form() -> None:

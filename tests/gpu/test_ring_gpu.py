@@ -32,3 +32,29 @@ def test_the_ring_form_computes_the_backward(op: str, m: int, n: int) -> None:
         assert_close(a, ref, torch.bfloat16, what="dx" if i == 0 else f"column sum {i}")
     again = made["run"]()
     assert all(torch.equal(a, b) for a, b in zip(got, again)), "two runs differ"
+
+
+@pytest.mark.parametrize("op", ["rms", "ln"])
+@pytest.mark.parametrize(
+    ("m", "n", "ctas", "chunk"),
+    [(264, 32768, 2, 2048), (300, 65536, 2, 2048), (300, 65536, 8, 1024)],
+)
+def test_the_cluster_form_computes_the_backward(op: str, m: int, n: int, ctas: int, chunk: int) -> None:
+    """The `gluon-cluster-ring` pipeline (`band-cluster`: each row split across a cluster, the row's
+    statistics pushed across it every row) at rows of 32768 and 65536: several rows a band, the
+    last band cut short (300 rows over 66 clusters of 2, and over 16 of 8), the same results as the
+    backward graph and the same bits twice. (Inductor's own capture of fewer rows, 40x32768 or
+    132x65536, splits the column reductions otherwise: not a banded kernel.)"""
+    from tilec.passes.pipelines import with_options
+
+    pipeline = with_options("gluon-cluster-ring", "band-cluster", f"ctas={ctas},chunk={chunk},warps=8")
+    made = load("ring_bwd_probe").tilec_ring(op, m, n, pipeline=pipeline)
+    assert made["kernel"].launch.num_ctas == ctas
+    got = made["run"]()
+    torch.cuda.synchronize()
+    want = made["want"]
+    assert len(got) == len(want) == (3 if op == "ln" else 2)
+    for i, (a, ref) in enumerate(zip(got, want)):
+        assert_close(a, ref, torch.bfloat16, what="dx" if i == 0 else f"column sum {i}")
+    again = made["run"]()
+    assert all(torch.equal(a, b) for a, b in zip(got, again)), "two runs differ"

@@ -224,12 +224,13 @@ def test_rmsnorms_weight_gradient_is_written_as_its_buffer_dtype(codegen: Callab
     assert "workspace_0_sums = empty_strided_cuda((1 * (2048),), (1,), torch.bfloat16)" in code
 
 
-def test_a_mix_order_kernel_in_its_gluon_ring_form(codegen: Callable[..., str]) -> None:
+def test_a_mix_order_kernel_in_its_gluon_cluster_form(codegen: Callable[..., str]) -> None:
     """RMSNorm's backward at 4096x32768, which the H100's table fuses for the banded kernel's
-    Gluon ring form: with the Gluon emitter, the wrapper defines the mix-order kernel as tilec's
-    Gluon launcher (`gluon-ring`, no Triton variant: its band is the wrapper's split size), the
-    workspace holds one row a program (4096 rows over 132 SMs: bands of 32, 128 programs), and
-    its rows are summed in one launch of `workspace_sums`."""
+    Gluon forms and whose rules take its cluster form there: with the Gluon emitter, the wrapper
+    defines the mix-order kernel as tilec's Gluon launcher (`band-cluster` with the rule's options,
+    no Triton variant: its band is the wrapper's split size), the workspace holds one row a
+    program, a cluster of 2 (4096 rows over 66 clusters: bands of 63, 66 programs), and its rows
+    are summed in one launch of `workspace_sums`."""
     sys.path.insert(0, str(ROOT / "tests" / "frontend"))
     from test_mix_order import backward_graph
 
@@ -237,12 +238,12 @@ def test_a_mix_order_kernel_in_its_gluon_ring_form(codegen: Callable[..., str]) 
     with tilec.config.patch(emitter="gluon"):
         code = codegen(gm, *inputs)
     (ring,) = [r for r in tilec.report() if r.signature and r.signature[0] == "mix-order"]
-    assert ring.taken and ring.emitter == "gluon" and ring.pipeline == "gluon-ring", ring
+    assert ring.taken and ring.emitter == "gluon" and ring.pipeline.startswith("band-cluster"), ring
     (_, source, kind, kw) = definitions(code)[ring.kernel]
-    assert kind == "gluon" and "fallback" not in kw and "async_copy" in source
+    assert kind == "gluon" and "fallback" not in kw and "async_copy" in source and "CLUSTER_PUSH" in source
     assert (
-        "workspace_0 = empty_strided_cuda((4194304, ), (1, ), torch.float32)" in code
-    )  # 128 rows of 32768 column sums, fp32
+        "workspace_0 = empty_strided_cuda((2162688, ), (1, ), torch.float32)" in code
+    )  # 66 rows of 32768 column sums, fp32
     assert (
         ".sum(dim=0)" not in code and len([n for n in definitions(code) if n.startswith("tilec_workspace_sums_")]) == 1
     )

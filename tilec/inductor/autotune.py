@@ -272,13 +272,30 @@ def candidates(
     return out + ([STOCK] if decline else [])
 
 
-def mix_order_candidates(decline: bool, target: Target | None = None, gluon: bool = False) -> list[str]:
+# A banded kernel's row from which its cluster forms (`band-cluster`) are candidates too: where
+# one CTA's registers no longer hold the column sums (RMSNorm's one past 32768, LayerNorm's two past
+# 16384), in the plans bench/ring_bwd_probe.py measured best (bench/results/2026-11-28-h100-cluster-ring,
+# -h200-cluster-ring): clusters of 2 over 8 warps, one CTA an SM; at rows of 65536 also clusters of
+# 8 in chunks of 1024, two CTAs an SM (LayerNorm's best there: in clusters of 2 its two sums spill)
+CLUSTER_ROWS = 32768
+
+
+def mix_order_candidates(
+    decline: bool, target: Target | None = None, gluon: bool = False, row: int | None = None
+) -> list[str]:
     """A mix-order reduction's candidates: tilec's banded Triton kernel with its planned band (one
     program per SM) and with two programs per SM of `target` (`bands=`); where `gluon` (Hopper,
-    static sizes), its Gluon ring form (`tilec.config.banded_gluon_pipeline`: one program an SM); and
-    stock unless decline is off."""
+    static sizes), its Gluon ring form (`tilec.config.banded_gluon_pipeline`: one program an SM)
+    and, at rows of `row` >= CLUSTER_ROWS elements, its cluster forms (`gluon{ctas=...}`:
+    `tilec.config.banded_cluster_pipeline`); and stock unless decline is off."""
     sms = target.sm_count if target is not None else H100.sm_count
-    return ["triton", f"triton{{bands={2 * sms}}}"] + (["gluon"] if gluon else []) + ([STOCK] if decline else [])
+    clusters: list[str] = []
+    if gluon and row is not None and row >= CLUSTER_ROWS:
+        clusters.append("gluon{ctas=2,chunk=2048,warps=8}")
+        if row >= 2 * CLUSTER_ROWS:
+            clusters.append(f"gluon{{ctas=8,chunk=1024,warps=8,bands={2 * sms // 8}}}")
+    gluons = ["gluon", *clusters] if gluon else []
+    return ["triton", f"triton{{bands={2 * sms}}}", *gluons] + ([STOCK] if decline else [])
 
 
 def stock_split_sizes(rows: int, sm_count: int) -> list[int]:

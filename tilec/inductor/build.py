@@ -115,10 +115,11 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuil
     """Runs the pipelines on copies of the logical kernel and emits each variant. `plan`: options
     set on the primary emitter's plan pass (the chooser's or the autotuner's plan variant). A
     banded kernel (`lowered.column_sums`: a norm's backward with its weights' gradients) built for
-    Gluon runs the banded Gluon pipeline (`tilec.config.banded_gluon_pipeline`), and has no Triton variant: the
-    two would plan different bands, and the wrapper sizes the workspace by one."""
+    Gluon runs the banded Gluon pipeline (`tilec.config.banded_gluon_pipeline`), or with `plan` its
+    cluster form's options (`is_cluster_plan`) the banded cluster pipeline with them, and has no
+    Triton variant: the two would plan different bands, and the wrapper sizes the workspace by one."""
     from tilec.ir import print_kernel
-    from tilec.passes.pipelines import with_plan
+    from tilec.passes.pipelines import with_options, with_plan
 
     text = print_kernel(lowered.kernel)
     names = [a.param for a in lowered.args] + list(lowered.sizes)
@@ -126,11 +127,13 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuil
         raise RuntimeError("a kernel parameter has no buffer in the wrapper")
     banded = bool(getattr(lowered, "column_sums", None))
     gluon_name = cfg.banded_gluon_pipeline() if banded else cfg.pipelines["gluon"]
-    key = (text, tuple(names), emitter, plan, cfg.pipelines["triton"], gluon_name)
+    key = (text, tuple(names), emitter, plan, cfg.pipelines["triton"], gluon_name, cfg.banded_cluster_pipeline())
     built = _built.get(key)
     if built is None:
 
         def pipeline_of(kind: str) -> str:  # the plan options apply to the primary emitter only
+            if banded and kind == "gluon" and kind == emitter and is_cluster_plan(plan):
+                return with_options(cfg.banded_cluster_pipeline(), "band-cluster", plan)
             pipeline = gluon_name if kind == "gluon" else cfg.pipelines[kind]
             return with_plan(pipeline, plan) if plan and kind == emitter else pipeline
 
@@ -146,6 +149,13 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuil
     return KernelBuild(lowered, primary, fallback, list(tma), device)
 
 
+def is_cluster_plan(plan: str) -> bool:
+    """Whether a banded kernel's Gluon plan options are its cluster form's (`band-cluster`'s options,
+    "ctas=2,chunk=2048,warps=8"): `build` then runs the banded cluster pipeline
+    (`tilec.config.banded_cluster_pipeline`) with them, not the ring's."""
+    return any(kv.split("=", 1)[0].strip() == "ctas" for kv in plan.split(","))
+
+
 def _bound(kernel: Any) -> dict[str, int]:
     """The planned kernel's bound constexprs (a banded one's RSPLIT: the wrapper's split size)."""
     return {k: v for k, v in kernel.constexprs.items() if v is not None}
@@ -158,6 +168,10 @@ def _emitted_gluon(
     from tilec.emit.gluon import emit_gluon
 
     gk, remarks = through_pipeline(text, pipeline)
+    if any(r.startswith("band-cluster:") for r in remarks):
+        # the cluster form not made: the kernel is still logical, nothing to emit (its remark is a
+        # ring remark: the hook never runs the build)
+        return Emitted("gluon", pipeline, "", [], remarks, {}), []
     emitted = Emitted("gluon", pipeline, emit_gluon(gk).source, launch_order(gk, names, "Gluon"), remarks, _bound(gk))
     return emitted, _tma_operands(gk, names)
 

@@ -259,9 +259,12 @@ class NoRingError(RuntimeError):
 
 
 def ring_remarks(built: KernelBuild) -> tuple[str, ...]:
-    """Why a banded kernel built for Gluon is not in its ring form (band-ring's remarks), or ()
-    where it is: only the ring form of a banded kernel was measured in Gluon."""
-    return tuple(r for r in built.remarks if r.startswith("band-ring:")) if built.emitter == "gluon" else ()
+    """Why a banded kernel built for Gluon is not in its ring form (band-ring's remarks) or its
+    cluster form (band-cluster's), or () where it is: only those forms of a banded kernel were
+    measured in Gluon."""
+    if built.emitter != "gluon":
+        return ()
+    return tuple(r for r in built.remarks if r.startswith(("band-ring:", "band-cluster:")))
 
 
 def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | Declined:
@@ -307,7 +310,8 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
                 raise NoRingError("; ".join(ring_remarks(made)))
             return made
 
-        cands = autotune.mix_order_candidates(cfg.decline, target, gluon=ring)
+        row = int(lowered.rnumel) if lowered.rnumel is not None else None
+        cands = autotune.mix_order_candidates(cfg.decline, target, gluon=ring, row=row)
         tuned = None
         if len(cands) > 1 and autotune.wanted(device, target):
             tuned = autotune.tune(scheduling, features, lowered, device, cands, built_as, banded=True)

@@ -4,6 +4,7 @@ from tilec.passes import (  # noqa: F401  (register the passes)
     accumulate,
     align_rows,
     band_chunks,
+    band_cluster,
     band_ring,
     canonicalize,
     cluster_rows,

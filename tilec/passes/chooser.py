@@ -210,6 +210,39 @@ class Rule:
 # `stream`: the `reread` pass) among them: all before the whole survey's rules, which decide the
 # shorter rows. The runs and their order: bench/table_runs.json (bench/tables.py writes a table).
 RULES: tuple[Rule, ...] = (
+    # the norms' fused backward at rows of 32768 and 65536 autotuned in place with its cluster forms
+    # (band-cluster): clusters of 2 at rows of 32768 (RMSNorm 0.314 ms against the ring's 0.326 at
+    # 4096x32768, LayerNorm 0.351 against the banded Triton kernel's 1.085), clusters of 8 or 2 at 65536
+    Rule(
+        "mix-order",
+        65536,
+        262144,
+        "gluon",
+        "2026-11-28-h100-cluster-fusion",
+        "4096x32768 351.2 vs 4955.0 us; 8192x32768 669.4 vs 10421.4 us; 4096x32768 314.4 vs 4604.6 us; 8192x32768 608.5 vs 9635.0 us; 2048x65536 517.4 vs 5803.6 us; 2048x65536 312.3 vs 5091.1 us",
+        plan="ctas=2,chunk=2048,warps=8",
+        row_inputs=2,
+    ),
+    Rule(
+        "mix-order",
+        65536,
+        131072,
+        "gluon",
+        "2026-11-28-h100-cluster-fusion",
+        "4096x32768 393.5 vs 6258.6 us; 8192x32768 767.6 vs 12898.7 us",
+        plan="ctas=2,chunk=2048,warps=8",
+        row_inputs=3,
+    ),
+    Rule(
+        "mix-order",
+        131072,
+        262144,
+        "gluon",
+        "2026-11-28-h100-cluster-fusion",
+        "2048x65536 457.8 vs 6666.0 us",
+        plan="ctas=8,chunk=1024,warps=8,bands=33",
+        row_inputs=3,
+    ),
     # first, the long rows of all three ops from rows of 131072 (--min-row 131072), among the cluster
     # plans the fewest CTAs whose slices fit 128 KiB (clusters of 2 at 131072, of 4 at 262144),
     # whole or three quarters cached (`row_cache`: two CTAs an SM), the weight read a chunk ahead
@@ -560,19 +593,19 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "mix-order",
         32768,
-        131072,
+        65536,
         "gluon",
         "2026-11-28-h100-ring-fusion",
-        "4096x16384 159.6 vs 172.9 us; 8192x16384 299.9 vs 330.5 us; 4096x32768 322.6 vs 4574.4 us; 8192x32768 613.5 vs 9635.7 us",
+        "4096x16384 159.6 vs 172.9 us; 8192x16384 299.9 vs 330.5 us",
         row_inputs=2,
     ),
     Rule(
         "mix-order",
         32768,
-        131072,
+        65536,
         "gluon",
         "2026-11-28-h100-ring-fusion",
-        "4096x16384 204.0 vs 256.2 us; 8192x16384 382.9 vs 495.9 us; 4096x32768 431.9 vs 6230.5 us; 8192x32768 825.2 vs 12882.3 us",
+        "4096x16384 204.0 vs 256.2 us; 8192x16384 382.9 vs 495.9 us",
         row_inputs=3,
     ),
     Rule(
@@ -610,7 +643,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "mix-order",
-        131072,
+        262144,
         2**62,
         "triton",
         "2026-11-26-h100-fanout",
@@ -628,7 +661,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "mix-order",
-        131072,
+        262144,
         2**62,
         "triton",
         "2026-11-26-h100-fanout",
@@ -1667,6 +1700,28 @@ H200_RULES: tuple[Rule, ...] = (
         "4096x16384 151.6 vs 218.9 us; 8192x16384 282.1 vs 422.4 us; 4096x32768 344.6 vs 4712.8 us; 8192x32768 659.9 vs 9741.8 us",
         row_inputs=3,
     ),
+    # then the cluster forms (band-cluster) where the ring cannot hold the row: rows of 65536,
+    # clusters of 2 (RMSNorm 0.247 ms, stock 3.94) or of 8 (three row inputs)
+    Rule(
+        "mix-order",
+        131072,
+        262144,
+        "gluon",
+        "2026-11-28-h200-cluster-fusion",
+        "2048x65536 430.6 vs 4495.1 us; 2048x65536 246.6 vs 3937.0 us",
+        plan="ctas=2,chunk=2048,warps=8",
+        row_inputs=2,
+    ),
+    Rule(
+        "mix-order",
+        131072,
+        262144,
+        "gluon",
+        "2026-11-28-h200-cluster-fusion",
+        "2048x65536 378.9 vs 5147.6 us",
+        plan="ctas=8,chunk=1024,warps=8,bands=33",
+        row_inputs=3,
+    ),
     Rule(
         "mix-order",
         0,
@@ -1678,7 +1733,7 @@ H200_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "mix-order",
-        131072,
+        262144,
         2**62,
         "triton",
         "2026-11-26-h200-fanout",
@@ -1695,7 +1750,7 @@ H200_RULES: tuple[Rule, ...] = (
         row_inputs=3,
     ),
     Rule("mix-order", 16384, 32768, "stock", "2026-11-26-h200-fanout", "16384x8192 76.4 vs 75.8", row_inputs=3),
-    Rule("mix-order", 131072, 2**62, "stock", "2026-11-26-h200-fanout", "16384x8192 76.4 vs 75.8", row_inputs=3),
+    Rule("mix-order", 262144, 2**62, "stock", "2026-11-26-h200-fanout", "16384x8192 76.4 vs 75.8", row_inputs=3),
     Rule(
         "mix-order",
         0,
@@ -2296,10 +2351,42 @@ class MixOrderFusion:
 # stock's unfused kernels at rows of 32768; LayerNorm (two column sums) there measured 52-63% of a
 # copy in that form against 55% unfused (../2026-11-27-h100-ring-backward), and stays unfused. The
 # H200's first range is the same, measured in the same form (2026-11-28-h200-ring-fusion): 1.48-1.65x
-# stock's unfused kernels at rows of 32768, its rules the ring's there.
+# stock's unfused kernels at rows of 32768, its rules the ring's there. Ahead of those, the ranges
+# of the banded kernel's cluster form (`band-cluster`: each row split across a cluster of CTAs,
+# the column sums of a row past one CTA's registers), measured autotuned in place
+# (2026-11-28-h100-cluster-fusion, -h200-cluster-fusion, the rules from the same runs): on the H100
+# LayerNorm's two column sums at rows of 32768 (1.88-1.92x stock's unfused kernels) and every op at
+# rows of 65536 (1.41-2.02x), both with up to two sums and two whole rows read; on the H200 rows of
+# 65536 with one sum (1.38-1.91x). The H200's LayerNorm stays unfused: at rows of 32768 one plan a
+# row size, its RMSNorm measured faster in the ring (0.234 ms) than in a cluster (0.263), and the
+# rules tell the two apart by neither; at rows of 65536 fused it ran 44-45% of a copy, where its
+# unfused kernels (tilec's dx, stock's column sums) ran 47 (-h200-ring-validation).
 # Ranges are tried in order. A GPU without an entry fuses what stock fuses.
 MIX_ORDER_FUSIONS: dict[str, tuple[MixOrderFusion, ...]] = {
     H100.name: (
+        MixOrderFusion(
+            4096,
+            32768,
+            32768,
+            2,
+            "2026-11-28-h100-cluster-fusion",
+            "layernorm_bwd 4096x32768 77.6 vs 41.3; layernorm_bwd 8192x32768 80.7 vs 42.0; rmsnorm_bwd 4096x32768 87.3 vs 58.2; "
+            "add_rmsnorm_bwd 4096x32768 92.3 vs 51.4",
+            max_sums=2,
+            max_row_inputs=2,
+            ring=True,
+        ),
+        MixOrderFusion(
+            2048,
+            65536,
+            65536,
+            2,
+            "2026-11-28-h100-cluster-fusion",
+            "rmsnorm_bwd 2048x65536 86.6 vs 42.8; layernorm_bwd 2048x65536 57.9 vs 41.1; add_rmsnorm_bwd 2048x65536 78.9 vs 49.6",
+            max_sums=2,
+            max_row_inputs=2,
+            ring=True,
+        ),
         MixOrderFusion(
             4096,
             16384,
@@ -2323,6 +2410,17 @@ MIX_ORDER_FUSIONS: dict[str, tuple[MixOrderFusion, ...]] = {
         ),
     ),
     H200.name: (
+        MixOrderFusion(
+            2048,
+            65536,
+            65536,
+            2,
+            "2026-11-28-h200-cluster-fusion",
+            "rmsnorm_bwd 2048x65536 78.7 vs 41.3; add_rmsnorm_bwd 2048x65536 67.4 vs 48.9",
+            max_sums=1,
+            max_row_inputs=2,
+            ring=True,
+        ),
         MixOrderFusion(
             4096,
             16384,

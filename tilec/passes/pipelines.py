@@ -158,6 +158,23 @@ GLUON_RING = [
 ]
 GLUON_RING.insert(GLUON_RING.index("split-rows") + 1, "band-ring")
 NAMED_PIPELINES["gluon-ring"] = ",".join(GLUON_RING)
+# A banded kernel whose column sums outgrow one CTA (RMSNorm's at rows past 32768, LayerNorm's two
+# past 16384): each row split across a cluster of 2 CTAs, each CTA's slice in a ring of
+# shared-memory buffers that is also the next row's prefetch, the row's statistics exchanged by the
+# push form of tile.cluster_gather (`band-cluster`, which lays every tile out itself); `accumulate`
+# before `canonicalize` (which would fold the chunk sums' chain's zero start away): the statistics'
+# chunk sums carried as one tile, one reduction across the warps a row. The form of
+# bench/ring_bwd_probe.py's cluster kernels that measured best on the H100 and the H200, clusters
+# of 2, 8 warps, chunks of 2048 (bench/results/2026-11-28-h100-cluster-ring, -h200-cluster-ring)
+GLUON_CLUSTER_RING = [
+    "band-cluster{ctas=2,chunk=2048,warps=8,exchange=push}",
+    "accumulate",
+    "canonicalize",
+    "cse",
+    "fp32-at-use",
+    "dce",
+]
+NAMED_PIPELINES["gluon-cluster-ring"] = ",".join(GLUON_CLUSTER_RING)
 NAMED_PIPELINES["triton-default"] = ",".join(TRITON_DEFAULT)
 
 
