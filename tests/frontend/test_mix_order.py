@@ -206,6 +206,17 @@ def emit_text(kernel: Kernel) -> str:
     return emit_triton(kernel).source
 
 
+def fused_backward(m: int, n: int, op: str) -> tuple[Any, list[torch.Tensor], list[Any], Any]:
+    """The op's backward graph at m x n, its kernels as captured with every mix-order pair fused
+    (square shapes too, as the hook fuses them; stock's size checks off), and the banded one."""
+    with torch._inductor.config.patch({"triton.mix_order_reduction_non_strict_mode": True}):
+        gm, shapes = backward_graph(m, n, op)
+        kernels = capture(gm, shapes, strict=True, fuse=lambda *_: True)
+    k = banded(kernels)
+    assert k is not None, [c.summary() for c in kernels]
+    return gm, shapes, kernels, k
+
+
 def check_backward(
     op: str,
     m: int,
@@ -216,11 +227,7 @@ def check_backward(
     triton: bool = False,
     ran: list[Kernel] | None = None,
 ) -> None:
-    with torch._inductor.config.patch({"triton.mix_order_reduction_non_strict_mode": True}):
-        gm, shapes = backward_graph(m, n, op)
-        kernels = capture(gm, shapes, strict=True, fuse=lambda *_: True)  # square shapes too, as the hook fuses them
-    k = banded(kernels)
-    assert k is not None, [c.summary() for c in kernels]
+    gm, shapes, kernels, k = fused_backward(m, n, op)
     gen = torch.Generator().manual_seed(m * 1000 + n)
     inputs = [_random(t, gen) for t in shapes]
     want = gm(*inputs)
@@ -361,11 +368,7 @@ def test_the_cluster_form_computes_the_backward(
     options = f"weights={str(weights).lower()},exchange={exchange},bands={bands}"
     pipeline = with_options(cluster_pipeline(ctas), "band-cluster", options)
     ran: list[Kernel] = []
-    with torch._inductor.config.patch({"triton.mix_order_reduction_non_strict_mode": True}):
-        gm, shapes = backward_graph(m, n, op)
-        kernels = capture(gm, shapes, strict=True, fuse=lambda *_: True)
-    k = banded(kernels)
-    assert k is not None
+    gm, shapes, kernels, k = fused_backward(m, n, op)
     gen = torch.Generator().manual_seed(m * 1000 + n)
     inputs = [_random(t, gen) for t in shapes]
     want = gm(*inputs)
@@ -422,10 +425,7 @@ def test_the_cluster_form_compiles_for_sm_90(op: str, m: int, n: int, shared: in
     from tilec.emit.check import check_compile
     from tilec.emit.gluon import emit_gluon
 
-    with torch._inductor.config.patch({"triton.mix_order_reduction_non_strict_mode": True}):
-        gm, inputs = backward_graph(m, n, op)
-        k = banded(capture(gm, inputs, strict=True, fuse=lambda *_: True))
-    assert k is not None
+    k = fused_backward(m, n, op)[3]
     module = parse(print_kernel(k.result.kernel))
     remarks: list[Any] = []
     run_pipeline(module, "gluon-cluster-ring", remarks=remarks)

@@ -72,7 +72,7 @@ After (K = 2):
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from tilec.ir.builder import Builder
 from tilec.ir.core import Block, Kernel, Module, Operation, Value
@@ -386,19 +386,11 @@ class BandClusterRewriter(ClusterRowsRewriter):
         return _same(got[0], want[0]) and (got[1] is None or (want[1] is not None and _same(got[1], want[1])))
 
 
-def band_cluster(
-    kernel: Kernel,
-    ctas: int,
-    chunk: int,
-    warps: int,
-    exchange: str = "push",
-    bands: int = 0,
-    smem_budget: int = DEFAULT.smem_per_block,
-    weights: bool = True,
-) -> str | None:
-    """Rewrites `kernel` into the cluster form; returns why not when it does not."""
+def band_cluster(kernel: Kernel, ctas: int, chunk: int, warps: int, **options: Any) -> str | None:
+    """Rewrites `kernel` into the cluster form (`options`: `BandClusterRewriter`'s exchange,
+    bands, smem_budget, weights); returns why not when it does not."""
     try:  # the kernel's body is replaced only once the whole new one is built
-        BandClusterRewriter(kernel, ctas, chunk, warps, exchange, bands, smem_budget, weights).run()
+        BandClusterRewriter(kernel, ctas, chunk, warps, **options).run()
     except DeclinedError as e:
         return str(e)
     return None
@@ -427,8 +419,7 @@ class BandCluster(Pass):
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
-            why = band_cluster(
-                kernel, self.ctas, self.chunk, self.warps, self.exchange, self.bands, self.smem_budget, self.weights
-            )
+            options = {k: getattr(self, k) for k in ("exchange", "bands", "smem_budget", "weights")}
+            why = band_cluster(kernel, self.ctas, self.chunk, self.warps, **options)
             if why is not None:
                 self.remark(kernel, why)
