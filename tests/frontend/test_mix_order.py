@@ -444,7 +444,8 @@ def test_the_cluster_form_compiles_for_sm_90(op: str, m: int, n: int, shared: in
 def test_a_symbolic_row_count_is_banded_for_the_rows_given() -> None:
     """A banded kernel over a symbolic row count is banded for `plan{rows=N}` (the hook gives the
     rows its graph was traced with) as a kernel of N rows is; a known row count ignores `rows`;
-    without either the plan says what to give."""
+    without either the plan says what to give. `band-cluster` (which bands the rows itself, a
+    cluster a band) leaves a symbolic row count as it is, with its remark."""
     from tilec.ir.errors import TilecError
 
     gm, inputs = backward_graph(4096, 2048)
@@ -469,6 +470,15 @@ def test_a_symbolic_row_count_is_banded_for_the_rows_given() -> None:
     assert planned("plan{rows=100000}", True)["RSPLIT"] == 758  # 132 programs, whole row blocks
     with pytest.raises(TilecError, match=r"give rows \(plan\{rows=\.\.\.\}\)"):
         planned("plan", True)
+    # the cluster form binds RSPLIT itself: for a symbolic row count it leaves the kernel, saying so
+    module = parse(symbolic_text)
+    remarks: list[Any] = []
+    run_pipeline(module, "band-cluster{chunk=256,warps=1}", remarks=remarks)
+    assert [r.message for r in remarks] == ["its row count is symbolic (bind RSPLIT first)"]
+    assert print_kernel(module.kernels[0]) == print_kernel(parse(symbolic_text).kernels[0])
+    module = parse(text)
+    run_pipeline(module, "band-cluster{chunk=256,warps=1}")
+    assert module.kernels[0].constexprs == {"RSPLIT": 63} and module.kernels[0].launch.num_ctas == 2
 
 
 @pytest.mark.parametrize(

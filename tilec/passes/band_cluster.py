@@ -196,6 +196,12 @@ class BandClusterRewriter(ClusterRowsRewriter):
         self.column_parts: set[int] = set()
         self.shift = 0
         self.reads = self.chunk_reads()
+        rsplit = None  # the rows a cluster's band takes, where unbound: about `bands` clusters
+        if k.constexprs.get("RSPLIT") is None:
+            rows = x_numel(k, "RSPLIT")
+            if rows is None:
+                raise DeclinedError("its row count is symbolic (bind RSPLIT first)")
+            rsplit = -(-rows // (self.bands or max(1, DEFAULT.sm_count // self.C)))
         old = list(k.body.ops)
         body = Block()
         self.b = Builder.at_end(body)
@@ -215,12 +221,8 @@ class BandClusterRewriter(ClusterRowsRewriter):
         k.body.ops = []
         for op in body.ops:
             k.body.append(op)
-        if k.constexprs.get("RSPLIT") is None:
-            rows = x_numel(k, "RSPLIT")
-            if rows is None:
-                raise DeclinedError("its row count is symbolic")
-            clusters = self.bands or max(1, DEFAULT.sm_count // self.C)
-            k.constexprs["RSPLIT"] = -(-rows // clusters)
+        if rsplit is not None:
+            k.constexprs["RSPLIT"] = rsplit
         k.launch.num_warps = self.W
         k.launch.num_ctas = self.C
         k.constexprs.pop("XBLOCK")
