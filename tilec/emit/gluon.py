@@ -544,8 +544,8 @@ def _cluster_gather(e: GluonEmitter, o: Operation, d: int) -> None:
         assert isinstance(t, TileType)
         use = f"(({e.n(loop.induction_var)} - {e.bound(loop.lower)}) // {e.bound(loop.step)})"
         flags = [f"{use} == 0", f"{use} % 2", f"({use} // 2) % 2"]
-        operands = [f"gl.full([{ctas}], ({f}).to(gl.int32), gl.int32, layout={e.layout(t.layout)})" for f in flags]
-        operands += [e.n(v) for v in o.values]
+        tiles = [f"gl.full([{ctas}], ({f}).to(gl.int32), gl.int32, layout={e.layout(t.layout)})" for f in flags]
+        operands = tiles + operands
         name = "CLUSTER_PUSH"
     else:  # at the top level (or unrolled: each copy a site of its own, used once)
         asm, constraints = cluster_gather_asm(ctas, dtypes, o.attr("exchange"))

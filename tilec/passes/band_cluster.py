@@ -83,11 +83,9 @@ from tilec.ir.ops.compute import ReductionOp
 from tilec.ir.target import DEFAULT
 from tilec.ir.types import SharedBufferType, TileType
 from tilec.passes.base import Pass, register
-from tilec.passes.cluster_rows import ClusterRowsRewriter, DeclinedError, R, X, _same
+from tilec.passes.cluster_rows import ClusterRowsRewriter, DeclinedError, R, X
 from tilec.passes.plan import band_loop, row_loop_bounds, x_numel
 from tilec.passes.rewrite import backward_slice, depends_on
-
-Key = tuple[int, int]  # (pointer id, chunk)
 
 
 class BandClusterRewriter(ClusterRowsRewriter):
@@ -346,7 +344,12 @@ class BandClusterRewriter(ClusterRowsRewriter):
                         carried = [self.v(v) for v in inner.operands]
                         continue
                     key = (id(inner.ptr), c) if isinstance(inner, LoadOp) else None
-                    if isinstance(inner, LoadOp) and key in self.buffers and self.same_read(inner, op, key, iv):
+                    if isinstance(inner, LoadOp) and key in self.buffers and inner is self.reads[key[0]][0]:
+                        # the pointer's first read, its chunk c's (as its copies read it): what its
+                        # other reads of the chunk must match to read the buffer (`same_access`)
+                        self.copied[key] = inner
+                        self.access[key] = (self.v(inner.offsets), self.v(inner.mask) if inner.mask else None)
+                    if isinstance(inner, LoadOp) and key in self.buffers and self.same_access(inner, key):
                         if op is first and not waited:
                             self.b.create("tile.async_wait", pending=self.K - 1 - c)
                             waited = True
@@ -375,17 +378,6 @@ class BandClusterRewriter(ClusterRowsRewriter):
             for j, r in enumerate(band.results):
                 loop.results[c * s + j].name_hint = f"{r.name_hint or 'column'}{f'_chunk{c}' if c else ''}"
         return [list(loop.results[c * s : (c + 1) * s]) for c in range(self.K)]
-
-    def same_read(self, load: LoadOp, loop: ForOp, key: Key, row: Value) -> bool:
-        """Whether `load` (in `loop`, at chunk key[1]) reads what its pointer's chunk copy reads."""
-        first, _ = self.reads[key[0]]
-        if load is first:
-            return True
-        if load.other is not None or (load.mask is None) != (first.mask is None):
-            return False
-        want = self.read_at(first, next(lp for lp in self.loops if first.parent is lp.body), key[1], row)
-        got = self.v(load.offsets), self.v(load.mask) if load.mask is not None else None
-        return _same(got[0], want[0]) and (got[1] is None or (want[1] is not None and _same(got[1], want[1])))
 
 
 def band_cluster(kernel: Kernel, ctas: int, chunk: int, warps: int, **options: Any) -> str | None:
