@@ -141,6 +141,7 @@ class Derived:
     action: str
     figures: str
     symbolic: bool = False  # a rule for rows of symbolic length (`Rule.symbolic`)
+    column_sums: int = 0  # a mix-order rule's column sums (`Rule.column_sums`; 0: any)
 
     def source(self, run: str) -> str:
         emitter, plan = split(self.action)  # "triton{chunk=...}": the emitter and its plan options
@@ -148,6 +149,7 @@ class Derived:
         extra += f", elem_bytes={self.elem_bytes}" if self.elem_bytes != 2 else ""
         extra += f", row_inputs={self.row_inputs}" if self.row_inputs != 1 else ""
         extra += ", symbolic=True" if self.symbolic else ""
+        extra += f", column_sums={self.column_sums}" if self.column_sums else ""
         hi = "2**62" if self.hi == END else str(self.hi)
         return f"Rule({self.family!r}, {self.lo}, {hi}, {emitter!r}, {run!r}, {self.figures!r}{extra}),"
 
@@ -243,10 +245,18 @@ def derive(
     return rules
 
 
-def _of_group(rules: Sequence[Any], group: tuple[str, int, int], symbolic: bool = False) -> list[Any]:
-    """The rules (`Rule`s or `Derived`) of `group` (family, row inputs, element bytes), over rows of
-    symbolic length or (`symbolic` false) of static ones."""
-    return [r for r in rules if (r.family, r.row_inputs, r.elem_bytes, r.symbolic) == (*group, symbolic)]
+def _of_group(rules: Sequence[Any], group: tuple[Any, ...], symbolic: bool = False) -> list[Any]:
+    """The rules (`Rule`s or `Derived`) of `group` (family, row inputs, element bytes, and column
+    sums where it names them), over rows of symbolic length or (`symbolic` false) of static ones:
+    of a group of k column sums, the rules of k or of any number (0); of a group whose sums are
+    not known (0), the rules of any."""
+    sums = group[3] if len(group) > 3 else 0
+    return [
+        r
+        for r in rules
+        if (r.family, r.row_inputs, r.elem_bytes, r.symbolic) == (*group[:3], symbolic)
+        and (sums == 0 or getattr(r, "column_sums", 0) in (0, sums))
+    ]
 
 
 def _cut(lo: int, hi: int, taken: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -268,13 +278,23 @@ LONG_KERNEL_US = 100.0
 LONG_MARGIN = 0.01
 
 
+# the column sums of each backward op's mix-order kernel (its weights' gradients), for runs whose
+# kernels' signatures do not carry them (recorded before they did)
+# (the norm's weight: 1; LayerNorm's weight and bias: 2)
+COLUMN_SUMS = {
+    **dict.fromkeys(["rmsnorm_bwd", "gemma_rmsnorm_bwd", "add_rmsnorm_bwd", "add_rmsnorm_qkv_bwd"], 1),
+    **dict.fromkeys(["add_rmsnorm_mlp_bwd", "add_gemma_rmsnorm_qkv_bwd", "add_gemma_rmsnorm_mlp_bwd"], 1),
+    **dict.fromkeys(["layernorm_bwd", "add_layernorm_bwd", "add_layernorm_mlp_bwd"], 2),
+}
+
 SYMBOLIC = -1  # the row bytes `model_kernels` gives a row of symbolic length (a rotary: a symbolic size)
 
 
-def model_kernels(records: list[dict[str, Any]]) -> list[tuple[tuple[str, int, int], int, Shape]]:
+def model_kernels(records: list[dict[str, Any]]) -> list[tuple[tuple[str, int, int, int], int, Shape]]:
     """The kernels of a run's rows (`tilec bench --models --autotune`, or `tilec bench` with
     tilec-autotune) the autotuner timed against stock:
-    ((family, row inputs, element bytes), row bytes, Shape) each — the row bytes `SYMBOLIC` where
+    ((family, row inputs, element bytes, column sums), row bytes, Shape) each — the column sums a
+    mix-order kernel's (its signature's, else its op's: `COLUMN_SUMS`; 0 where neither says) — the row bytes `SYMBOLIC` where
     the row length (a `pointwise-repeats` kernel: its size) is symbolic (`--dynamic`), the Shape then the sizes the graph was traced with,
     which the autotuner timed at — the same kernel timed once (a kernel read from the autotuner's
     cache repeats its timings: counted once). `Shape.ms` and `Shape.pct` both hold device
@@ -285,7 +305,8 @@ def model_kernels(records: list[dict[str, Any]]) -> list[tuple[tuple[str, int, i
             sig, timings = k.get("signature"), k.get("timings")
             if not sig or not timings:
                 continue
-            family, inputs, elem, rows, n = sig
+            family, inputs, elem, rows, n = sig[:5]
+            sums = sig[5] if len(sig) > 5 else COLUMN_SUMS.get(row.get("op", ""), 0) if family == "mix-order" else 0
             traced = k.get("traced") or (None, None)
             m, length = rows if rows is not None else traced[0], n if n is not None else traced[1]
             if m is None or (length is None and not family.startswith("pointwise")):
@@ -303,7 +324,7 @@ def model_kernels(records: list[dict[str, Any]]) -> list[tuple[tuple[str, int, i
                     row_bytes = SYMBOLIC
                 else:
                     row_bytes = (n or 0) * elem
-                out.append(((family, inputs, elem), row_bytes, shape))
+                out.append(((family, inputs, elem, sums), row_bytes, shape))
     return out
 
 
@@ -333,10 +354,20 @@ def derive_models(
 ) -> list[Derived]:
     """Rules for the kernels of a models run (`model_kernels`) that no rule of `base` (the GPU's
     table from other runs: `tilec.passes.chooser.Rule`s) covers; of `families` alone where given
-    (a run made to measure one kind of kernel, whose others' timings are left to other runs)."""
-    by: dict[tuple[str, int, int], dict[tuple[int, int, bool], list[Shape]]] = defaultdict(lambda: defaultdict(list))
+    (a run made to measure one kind of kernel, whose others' timings are left to other runs).
+    Kernels of different column sums (`Rule.column_sums`) get rules of their own where the run
+    measured more than one number of sums of their family, row inputs and element size; else
+    their rules hold for any number, as one measured kernel's do."""
+    by: dict[tuple[str, int, int, int], dict[tuple[int, int, bool], list[Shape]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    kernels = model_kernels(records)
+    sums_measured: dict[tuple[str, int, int], set[int]] = defaultdict(set)
+    for (family, inputs, elem, sums), _, _ in kernels:
+        sums_measured[family, inputs, elem].add(sums)
+    kernels = [((*g[:3], g[3] if len(sums_measured[g[:3]]) > 1 else 0), b, s) for g, b, s in kernels]
     # by row size, each size's kernels in the order measured
-    for group, row_bytes, shape in sorted(model_kernels(records), key=lambda k: (k[0], k[1])):
+    for group, row_bytes, shape in sorted(kernels, key=lambda k: (k[0], k[1])):
         if families is not None and group[0] not in families:
             continue
         symbolic = row_bytes == SYMBOLIC
@@ -360,7 +391,8 @@ def derive_models(
             if action == "stock":  # where stock won by most
                 quoted = sorted(quoted, key=lambda sk: sk[0].ms["compile"] / sk[0].ms[sk[1]])[:QUOTED]
             figures = "; ".join(_model_figure(s, k) for s, k in quoted)
-            rules.append(Derived(*group, lo, hi, action, figures, symbolic=symbolic))
+            family, inputs, elem, sums = group
+            rules.append(Derived(family, inputs, elem, lo, hi, action, figures, symbolic=symbolic, column_sums=sums))
     return rules
 
 

@@ -568,12 +568,14 @@ def test_the_ring_range_needs_the_gluon_emitter() -> None:
     assert mix_order_fusion(h100, 4096, 32768, 2, 1, 3) is None  # three rows
     # two column sums (LayerNorm): the cluster form's range, from 4096 rows of 32768, 2048 of 65536
     cluster = mix_order_fusion(h100, 4096, 32768, 2, 2, 2)
-    assert cluster is not None and cluster.ring and cluster.run == "2026-11-28-h100-cluster-fusion"
+    assert cluster is not None and cluster.ring and cluster.run == "2026-11-28-h100-cluster-bands"
     assert mix_order_fusion(h100, 4096, 32768, 2, 2, 2, gluon=False) is None
     assert mix_order_fusion(h100, 2048, 32768, 2, 2, 2) is None
     assert mix_order_fusion(h100, 2048, 65536, 2, 2, 2) is not None
     assert mix_order_fusion(h100, 2048, 65536, 2, 2, 2, gluon=False) is None
-    assert mix_order_fusion("NVIDIA H200", 4096, 32768, 2, 2, 2) is None  # its RMSNorm rules: the ring
+    # the H200 too (its rules by column sums: LayerNorm in clusters of 2, RMSNorm in the ring)
+    h200 = mix_order_fusion("NVIDIA H200", 4096, 32768, 2, 2, 2)
+    assert h200 is not None and h200.run == "2026-11-28-h200-cluster-fusion"
     assert mix_order_fusion("NVIDIA H200", 2048, 65536, 2, 1, 2) is not None
     assert mix_order_fusion("NVIDIA H200", 2048, 65536, 2, 2, 2) is None  # LayerNorm: faster unfused there
     assert mix_order_fusion(h100, 4096, 8192, 2, 2, 3, gluon=False) is not None
@@ -631,7 +633,8 @@ def test_a_banded_kernel_built_with_cluster_options_is_its_cluster_form(op: str,
     """A Gluon build of a mix-order kernel whose plan options are `band-cluster`'s (the autotuner's
     and the rules' `gluon{ctas=...}`) runs the banded cluster pipeline
     (`tilec.config.pipelines["gluon-banded-cluster"]`, `gluon-cluster-ring` by default) with them:
-    a cluster a band, RSPLIT for the SMs / ctas clusters (the wrapper's split size), no Triton
+    a cluster a band, RSPLIT for as many clusters as run at once (the wrapper's split size: 66 of
+    2, 30 of 4 on the H100), no Triton
     variant; where the form cannot be made, band-cluster's remark is a ring remark (the hook then
     declines or falls back as for the ring). The autotuner's candidates hold the cluster forms from
     rows of 32768, in Gluon only."""
@@ -648,12 +651,16 @@ def test_a_banded_kernel_built_with_cluster_options_is_its_cluster_form(op: str,
     assert made.fallback is None and not ring_remarks(made), made.remarks
     assert made.pipeline.split(",")[0] == "band-cluster"  # (its options the defaults)
     assert made.primary.constexprs["RSPLIT"] == -(-rows // 66)  # 66 clusters of 2 on 132 SMs
+    fours = build(lowered, "gluon", "cuda", "ctas=4,chunk=1024,warps=8")
+    assert fours.primary.constexprs["RSPLIT"] == -(-rows // 30)  # the 30 clusters of 4 the H100 runs at once
     assert "CLUSTER_PUSH" in made.primary.source and "async_copy" in made.primary.source
     odd = build(lowered, "gluon", "cuda", "ctas=2,chunk=2048,warps=8,smem_budget=1024")
     assert ring_remarks(odd) and "shared memory" in ring_remarks(odd)[0], odd.remarks
     clusters = [c for c in autotune.mix_order_candidates(True, H100, gluon=True, row=n) if "ctas" in c]
-    assert clusters == ["gluon{ctas=2,chunk=2048,warps=8}"] + (
-        ["gluon{ctas=8,chunk=1024,warps=8,bands=33}"] if n > 32768 else []
+    # (clusters of 4 and 8 as many as the H100 runs at once, two CTAs an SM: 30 and 15 of them
+    # one CTA an SM, not 33 and 16)
+    assert clusters == ["gluon{ctas=2,chunk=2048,warps=8}", "gluon{ctas=4,chunk=1024,warps=8,bands=60}"] + (
+        ["gluon{ctas=8,chunk=1024,warps=8,bands=30}", "gluon{ctas=8,chunk=1024,warps=4,bands=30}"] if n > 32768 else []
     )
     assert not [c for c in autotune.mix_order_candidates(True, H100, gluon=False, row=n) if "ctas" in c]
     assert not [c for c in autotune.mix_order_candidates(True, H100, gluon=True, row=16384) if "ctas" in c]
@@ -683,3 +690,30 @@ def test_a_banded_kernel_built_for_gluon_is_its_ring_form() -> None:
     gm, inputs = backward_graph(4096, 2048)
     short = build(banded(capture(gm, inputs, strict=True)).result, "gluon", "cuda")
     assert ring_remarks(short) == ("band-ring: its row is not in chunks (band-chunks)",)
+
+
+def test_the_rules_tell_layernorm_from_rmsnorm_by_their_column_sums() -> None:
+    """RMSNorm's fused backward and LayerNorm's read the same two whole rows (x, dy) and have one
+    signature but for their column sums (dW; dW and dB), which a rule may name: on the H100 at
+    rows of 32768 RMSNorm takes clusters of 2 (0.303 ms against 0.323 in clusters of 4) and
+    LayerNorm clusters of 4, two an SM (0.323 against 0.350; bench/results/2026-11-28-h100-cluster-bands);
+    the H200 fuses LayerNorm there in clusters of 2 and keeps RMSNorm's ring."""
+    from tilec.dump import table_fusion
+    from tilec.ir.target import H100, H200
+    from tilec.passes.chooser import choose, mix_order_fusion
+
+    plans = {}
+    for op in ("rmsnorm", "layernorm"):
+        gm, inputs = backward_graph(4096, 32768, op)
+        k = banded(capture(gm, inputs, strict=True, fuse=table_fusion))
+        assert k is not None
+        sig = signature(k.result.kernel)
+        assert (sig.family, sig.row_inputs, sig.column_sums) == ("mix-order", 2, 1 if op == "rmsnorm" else 2)
+        plans[op] = [choose(k.result.kernel, hopper=True, gpu=gpu) for gpu in (H100.name, H200.name)]
+        assert "2 column sums" in plans[op][0].reason if op == "layernorm" else "column sums" not in plans[op][0].reason
+        assert mix_order_fusion(H200.name, 4096, 32768, 2, sums=sig.column_sums) is not None
+    assert [(c.emitter, c.plan) for c in plans["rmsnorm"]] == [("gluon", "ctas=2,chunk=2048,warps=8"), ("gluon", "")]
+    assert [(c.emitter, c.plan) for c in plans["layernorm"]] == [
+        ("gluon", "ctas=4,chunk=1024,warps=8,bands=60"),
+        ("gluon", "ctas=2,chunk=2048,warps=8"),
+    ]

@@ -62,7 +62,7 @@ def test_a_taken_kernels_record_carries_the_pass_remarks() -> None:
     # and what the chooser reads of it (bench/rules.py --kernels groups timings by it); the
     # autotuner did not run on the CPU: no timings
     # (two row inputs: this CPU kernel divides in place, reading its output buffer back as a row)
-    assert rec.signature == ("softmax", 2, 4, 8, 100) and rec.timings == () and rec.traced is None
+    assert rec.signature == ("softmax", 2, 4, 8, 100, 0) and rec.timings == () and rec.traced is None
 
 
 def scatter_model(x: torch.Tensor, w: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

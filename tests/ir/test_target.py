@@ -28,6 +28,17 @@ def test_bytes_in_flight_per_sm() -> None:
     assert B200.bytes_in_flight_per_sm == 0
 
 
+def test_the_clusters_a_gpu_runs_at_once() -> None:
+    """Clusters of 4 and 8 on the H100 fill 120 of its 132 SMs (a cluster's CTAs share a GPC): 30
+    and 15 run at once, one CTA an SM, where 132 / C would be 33 and 16; an undescribed GPU (or an
+    H100 of another SM count) is taken at its SMs / C."""
+    assert [H100.clusters_at_once(c) for c in (2, 4, 8)] == [66, 30, 15]
+    assert H100.clusters_at_once(16) == 8  # (not measured)
+    assert [B200.clusters_at_once(c) for c in (2, 8)] == [74, 18]
+    assert target_for((9, 0), "NVIDIA H100 80GB HBM3", sm_count=114).clusters_at_once(4) == 28
+    assert target_for((9, 0), "NVIDIA H100 PCIe").cluster_slots == ()
+
+
 def test_target_for_a_device_name() -> None:
     """A known name gives that target; another device of a known capability keeps its own name and
     no memory figures (an H100 PCIe's bandwidth is not the SXM part's)."""

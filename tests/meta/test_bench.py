@@ -7,6 +7,7 @@ import re
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bench_scripts import load, meta_kernel
@@ -483,10 +484,43 @@ def test_a_runs_kernels_reach_the_rules_tool(bench, tmp_path: Path) -> None:
     (tmp_path / "results.jsonl").write_text(json.dumps(asdict(r)) + "\n")
     rules = load("rules")
     (kernel,) = rules.model_kernels(rules.models_records(tmp_path))
-    assert kernel[:2] == (("sum-of-products", 1, 2), 64000)
+    assert kernel[:2] == (("sum-of-products", 1, 2, 0), 64000)  # (no column sums: not a mix-order kernel)
     assert kernel[2].ms == {"tilec-triton": 200.0, "compile": 300.0}
     (derived,) = rules.derive_models(rules.models_records(tmp_path))
     assert (derived.lo, derived.hi, derived.action) == (32768, 65536, "triton")
+
+
+def test_the_rules_tool_tells_kernels_apart_by_their_column_sums(bench, tmp_path: Path) -> None:
+    """Mix-order kernels of one family, row inputs and element size but different column sums
+    (RMSNorm's backward: dW; LayerNorm's: dW and dB) get rules of their own where the run measured
+    both (each its winner: clusters of 2 for the one, of 4 for the other); a run that measured one
+    number of sums gives a rule for any. Sums come from the signature or, in a record written before
+    signatures carried them, from the op."""
+    from tilec.inductor.report import KernelRecord
+
+    def row(op: str, sig: tuple[Any, ...], fastest: str) -> str:
+        timings = ((fastest, 0.30), ("gluon{ctas=2}" if fastest != "gluon{ctas=2}" else "gluon{ctas=4}", 0.32))
+        rec = KernelRecord("k", True, "gluon", None, None, signature=sig, timings=(*timings, ("stock", 4.0)))
+        r = bench.Result(op, 4096, 32768, "bf16", "tilec-autotune", True, meta={"gpu": "G"})
+        r.report = bench._models_module().kernel_rows([rec])
+        return json.dumps(asdict(r)) + "\n"
+
+    rules = load("rules")
+    both, one = tmp_path / "both", tmp_path / "one"
+    both.mkdir(), one.mkdir()
+    (both / "results.jsonl").write_text(
+        row("rmsnorm_bwd", ("mix-order", 2, 2, 4096, 32768, 1), "gluon{ctas=2}")
+        + row("layernorm_bwd", ("mix-order", 2, 2, 4096, 32768), "gluon{ctas=4}")  # (sums from the op)
+    )
+    derived = sorted(rules.derive_models(rules.models_records(both)), key=lambda d: d.column_sums)
+    assert [(d.column_sums, d.action, d.lo, d.hi) for d in derived] == [
+        (1, "gluon{ctas=2}", 65536, 131072),
+        (2, "gluon{ctas=4}", 65536, 131072),
+    ]
+    assert "column_sums=2" in derived[1].source("r")
+    (one / "results.jsonl").write_text(row("layernorm_bwd", ("mix-order", 2, 2, 4096, 32768, 2), "gluon{ctas=4}"))
+    (anyhow,) = rules.derive_models(rules.models_records(one))
+    assert (anyhow.column_sums, anyhow.action) == (0, "gluon{ctas=4}") and "column_sums" not in anyhow.source("r")
 
 
 def test_the_model_table_reads_both_orders() -> None:

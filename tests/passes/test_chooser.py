@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
@@ -371,12 +372,14 @@ def test_the_h100_and_the_h200_get_their_own_plans(name: str, cols: int, h100: A
 
 
 def _overlapping(rules: tuple[Rule, ...]) -> list[tuple[Rule, Rule]]:
-    """The pairs of rules for one family, element size and row inputs (static rows, or rows of
-    symbolic length) whose row-byte ranges meet."""
+    """The pairs of rules for one family, element size, row inputs and column sums (static rows, or
+    rows of symbolic length) whose row-byte ranges meet (a rule of any number of sums meets a rule
+    of some)."""
     return [
         (a, b)
         for a, b in itertools.combinations(rules, 2)
         if (a.family, a.elem_bytes, a.row_inputs, a.symbolic) == (b.family, b.elem_bytes, b.row_inputs, b.symbolic)
+        and (a.column_sums == b.column_sums or 0 in (a.column_sums, b.column_sums))
         and a.lo < b.hi
         and b.lo < a.hi
     ]
@@ -392,6 +395,9 @@ def test_rules_do_not_overlap() -> None:
     assert _overlapping(sums) == [sums]
     assert not _overlapping((sums[0], Rule("sum", 2048, 8192, "gluon", "r", "f", elem_bytes=4)))
     assert not _overlapping((sums[0], Rule("sum", 4096, 8192, "gluon", "r", "f")))
+    rms, ln = (Rule("mix-order", 0, 4096, "triton", "r", "f", column_sums=k) for k in (1, 2))
+    anyhow = dataclasses.replace(ln, column_sums=0)
+    assert not _overlapping((rms, ln)) and _overlapping((rms, anyhow)) == [(rms, anyhow)]
 
 
 # How the runs under bench/results/ name what a rule's family, element size and row inputs measured.
@@ -432,7 +438,7 @@ def _measured(run: Path) -> dict[Key, list[float]]:
                 rec = json.loads(line) if line.strip() else {}
                 for k in rec.get("report", []):  # `tilec bench --models --autotune`: kernels timed in place, us
                     if k.get("signature") and k.get("timings"):
-                        family, inputs, elem, rows, n = k["signature"]
+                        family, inputs, elem, rows, n = k["signature"][:5]  # (then column sums, lately)
                         traced = k.get("traced") or (None, None)  # a symbolic size: the size timed at
                         rows, n = rows if rows is not None else traced[0], n if n is not None else traced[1]
                         key = (f"models:{family}:{inputs}", rows, n or 1, DTYPES.get(elem, f"{elem}B"))
@@ -529,11 +535,18 @@ def test_a_ring_range_is_one_its_gpus_rules_take_in_gluon(gpu: str, fusion: MixO
     fusion without the kernel it was measured with. RMSNorm's kernel reads two whole rows, the
     residual-fused one three."""
     for row in (fusion.min_row, fusion.max_row):
-        sig = Signature(
-            "mix-order", fusion.min_rows, row, row * fusion.elem_bytes, row_inputs, elem_bytes=fusion.elem_bytes
-        )
-        rule = next((r for r in TABLES[gpu] if r.covers(sig)), None)
-        assert rule is not None and rule.action == "gluon", (gpu, row, row_inputs, rule)
+        for sums in range(1, (fusion.max_sums or 1) + 1):  # (RMSNorm's dW; LayerNorm's dW and dB)
+            sig = Signature(
+                "mix-order",
+                fusion.min_rows,
+                row,
+                row * fusion.elem_bytes,
+                row_inputs,
+                elem_bytes=fusion.elem_bytes,
+                column_sums=sums,
+            )
+            rule = next((r for r in TABLES[gpu] if r.covers(sig)), None)
+            assert rule is not None and rule.action == "gluon", (gpu, row, row_inputs, sums, rule)
 
 
 def test_figure_check_fails_on_figures_from_another_run() -> None:

@@ -288,12 +288,18 @@ def mix_order_candidates(
     static sizes), its Gluon ring form (`tilec.config.banded_gluon_pipeline`: one program an SM)
     and, at rows of `row` >= CLUSTER_ROWS elements, its cluster forms (`gluon{ctas=...}`:
     `tilec.config.banded_cluster_pipeline`); and stock unless decline is off."""
-    sms = target.sm_count if target is not None else H100.sm_count
+    target = target if target is not None else H100
+    sms = target.sm_count
     clusters: list[str] = []
     if gluon and row is not None and row >= CLUSTER_ROWS:
+        # clusters of 2 one CTA an SM (band-cluster's default bands); of 4 (8 at rows of 65536
+        # and more) two CTAs an SM, as many as run at once (`Target.clusters_at_once`: more
+        # makes a second wave)
         clusters.append("gluon{ctas=2,chunk=2048,warps=8}")
+        clusters.append(f"gluon{{ctas=4,chunk=1024,warps=8,bands={2 * target.clusters_at_once(4)}}}")
         if row >= 2 * CLUSTER_ROWS:
-            clusters.append(f"gluon{{ctas=8,chunk=1024,warps=8,bands={2 * sms // 8}}}")
+            for warps in (8, 4):
+                clusters.append(f"gluon{{ctas=8,chunk=1024,warps={warps},bands={2 * target.clusters_at_once(8)}}}")
     gluons = ["gluon", *clusters] if gluon else []
     return ["triton", f"triton{{bands={2 * sms}}}", *gluons] + ([STOCK] if decline else [])
 

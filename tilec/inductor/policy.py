@@ -42,7 +42,7 @@ def signature_key(kernel: Any, rows: int | None = None) -> SignatureKey:
     from tilec.passes.chooser import signature
 
     sig = signature(kernel)
-    return (sig.family, sig.row_inputs, sig.elem_bytes, rows if rows is not None else sig.rows, sig.n)
+    return (sig.family, sig.row_inputs, sig.elem_bytes, rows if rows is not None else sig.rows, sig.n, sig.column_sums)
 
 
 def timings(tuned: Any) -> tuple[tuple[str, float], ...]:

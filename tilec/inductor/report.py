@@ -31,8 +31,9 @@ __all__ = ["KernelRecord", "flush_summary", "record", "replay", "report", "reset
 
 
 # A kernel's signature as a record gives it (`tilec.passes.chooser.Signature`): family, row
-# inputs, element bytes, rows and row length (None where symbolic).
-SignatureKey = tuple[str, int, int, int | None, int | None]
+# inputs, element bytes, rows and row length (None where symbolic), column sums (a mix-order
+# kernel's; else 0).
+SignatureKey = tuple[str, int, int, int | None, int | None, int]
 
 
 @dataclass(frozen=True)

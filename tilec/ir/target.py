@@ -5,6 +5,7 @@ use, in one place.
     H100.smem_per_block                 # 232448: the opt-in maximum of shared memory per CTA
     target_for((9, 0), "NVIDIA H200", sm_count=132)  # a device, from its properties
     H200.bytes_in_flight_per_sm         # 21818: what each SM must keep requested to fill HBM
+    H100.clusters_at_once(4)            # 30: clusters of 4 CTAs that run at once (not 132 / 4)
 
 A `Target` holds what the hardware fixes (compute capability, SMs, shared memory, registers, TMA
 and cluster support); how a pass spends it (the pipelining pass's share of shared memory, say) is
@@ -37,6 +38,10 @@ class Target:
     # trip of a load from HBM under load, assumed (docs/performance.md, "Bytes in flight")
     hbm_bytes_per_s: float = 0.0
     memory_latency_s: float = 600e-9
+    # the clusters of C CTAs that run at once at one CTA an SM, as ((C, clusters), ...): a cluster
+    # takes SMs of one GPC, so a GPU whose GPCs have SMs left over runs fewer than sm_count / C
+    # (cuOccupancyMaxActiveClusters, measured); () where not measured
+    cluster_slots: tuple[tuple[int, int], ...] = ()
 
     @property
     def arch(self) -> str:
@@ -59,6 +64,11 @@ class Target:
         (Little's law: bandwidth x latency, over the SMs); 0 where the bandwidth is not described."""
         return round(self.hbm_bytes_per_s * self.memory_latency_s / self.sm_count)
 
+    def clusters_at_once(self, ctas: int) -> int:
+        """The clusters of `ctas` CTAs that run at once, one CTA an SM: measured where described,
+        else the SMs / ctas (more than a GPU may run: a grid of as many then runs in two waves)."""
+        return dict(self.cluster_slots).get(ctas, max(1, self.sm_count // ctas))
+
     @property
     def gluon(self) -> bool:
         """Whether tilec's Gluon emitter builds for it (TMA, mbarriers, warp specialization)."""
@@ -74,11 +84,15 @@ H100 = Target(
     registers_per_sm=65_536,
     l2_bytes=50 * 1024 * 1024,
     hbm_bytes_per_s=3.35e12,
+    # bench/results/2026-11-28-h100-cluster-bands (cluster-slots.jsonl): 66, 30, 15 (SMs / C: 66, 33, 16)
+    cluster_slots=((2, 66), (4, 30), (8, 15)),
 )
 # the H100's SMs, more and faster memory (4.8 TB/s of HBM3e)
 H200 = dataclasses.replace(H100, name="NVIDIA H200", hbm_bytes_per_s=4.8e12)
 # shared memory and registers per SM and per block as on Hopper; its L2 and memory not described
-B200 = dataclasses.replace(H100, name="NVIDIA B200", capability=(10, 0), sm_count=148, l2_bytes=0, hbm_bytes_per_s=0.0)
+B200 = dataclasses.replace(
+    H100, name="NVIDIA B200", capability=(10, 0), sm_count=148, l2_bytes=0, hbm_bytes_per_s=0.0, cluster_slots=()
+)
 DEFAULT = H100
 KNOWN = (H100, H200, B200)
 
@@ -96,5 +110,7 @@ def target_for(capability: tuple[int, int], name: str | None = None, **facts: ob
         if base is None:
             base = dataclasses.replace(H100, name=f"sm_{capability[0]}{capability[1]}", capability=capability)
         if name is not None and name != base.name:
-            base = dataclasses.replace(base, name=name, hbm_bytes_per_s=0.0)
+            base = dataclasses.replace(base, name=name, hbm_bytes_per_s=0.0, cluster_slots=())
+    if facts.get("sm_count", base.sm_count) != base.sm_count:
+        base = dataclasses.replace(base, cluster_slots=())  # (another count of SMs: other GPCs)
     return dataclasses.replace(base, **facts)  # type: ignore[arg-type]

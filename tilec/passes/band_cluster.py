@@ -29,7 +29,8 @@ the forward's long rows; it replaces `band-chunks`, `plan` and `band-ring`):
 - after the band every copy is waited for, and each CTA stores its chunks of each column sum to
   its columns of the program's (the cluster's) workspace row.
 
-`RSPLIT`, where unbound, gives about `bands` clusters (default: the SMs / C, one CTA an SM).
+`RSPLIT`, where unbound, gives about `bands` clusters (default: as many as run at once, one CTA
+an SM: `Target.clusters_at_once`; more would run in two waves).
 
 On the H100 the hand-written kernel of this form (`bench/ring_bwd_probe.py`'s `cluster_source`,
 clusters of 2, the pushed exchange; bench/results/2026-11-28-h100-cluster-ring) ran RMSNorm's
@@ -199,7 +200,7 @@ class BandClusterRewriter(ClusterRowsRewriter):
             rows = x_numel(k, "RSPLIT")
             if rows is None:
                 raise DeclinedError("its row count is symbolic (bind RSPLIT first)")
-            rsplit = -(-rows // (self.bands or max(1, DEFAULT.sm_count // self.C)))
+            rsplit = -(-rows // (self.bands or DEFAULT.clusters_at_once(self.C)))
         old = list(k.body.ops)
         body = Block()
         self.b = Builder.at_end(body)
@@ -270,6 +271,16 @@ class BandClusterRewriter(ClusterRowsRewriter):
         self.map = saved
         return got
 
+    def row_value(self, load: LoadOp, row: Value) -> Value:
+        """The band loop's `load` of row `row` (the band's row index), cloned at the builder."""
+        saved = dict(self.map)
+        self.map[id(self.band.induction_var)] = row
+        for op in backward_slice(self.band.body, [load.results[0]]):
+            self.clone(op)
+        value = self.v(load.results[0])
+        self.map = saved
+        return value
+
     def copy(self, ptr: int, c: int, row: Value) -> None:
         load, _ = self.reads[ptr]
         loop = next(lp for lp in self.loops if load.parent is lp.body)
@@ -312,20 +323,33 @@ class BandClusterRewriter(ClusterRowsRewriter):
 
         s = len(band.iter_args)
         inits = [self.v(v) for _ in range(self.K) for v in band.inits]
+        # a row's own values read from memory (a norm's saved statistics) come one row ahead:
+        # the band's first row's before the loop, each step the next row's (masked past the band)
+        scalars = [op for op in band.body.ops if isinstance(op, LoadOp) and depends_on(op.offsets, band.induction_var)]
+        ahead = [self.row_value(op, lower) for op in scalars]
         body = Block()
         iv = body.add_arg(i32, band.induction_var.name_hint)
         accs = [
             [body.add_arg(v.type, f"{a.name_hint or 'acc'}_{c}") for a, v in zip(band.iter_args, inits)]
             for c in range(self.K)
         ]
+        carried_ahead = [
+            body.add_arg(v.type, f"{op.result.name_hint or 'load'}_ahead") for op, v in zip(scalars, ahead)
+        ]
         outer, self.b = self.b, Builder.at_end(body)
         self.map[id(band.induction_var)] = iv
         self.map[id(band.step)] = step = outer.constant(1, i32, name_hint="one_row")
+        after: list[Value] = []
         reading = [lp for lp in self.loops if any(isinstance(op, LoadOp) and id(op.ptr) in rows for op in lp.body.ops)]
         first, last = reading[0], reading[-1]
         nexts: list[list[Value]] = [[] for _ in range(self.K)]
         for op in band.body.ops:
             if isinstance(op, YieldOp):
+                continue
+            if op in scalars:
+                self.map[id(op.results[0])] = carried_ahead[scalars.index(op)]
+                next_row = self.b.op("tile.add", iv, step, type=i32, name_hint="next_row")
+                after.append(self.row_value(op, next_row))
                 continue
             if not isinstance(op, ForOp):
                 self.clone(op)
@@ -370,13 +394,16 @@ class BandClusterRewriter(ClusterRowsRewriter):
                 totals = self.combine_across_cluster(op, carried, folds)
                 for r, total in zip(op.results, totals):
                     self.map[id(r)] = total
-        self.b.create("tile.yield", *[v for c in range(self.K) for v in nexts[c]])
+        self.b.create("tile.yield", *[v for c in range(self.K) for v in nexts[c]], *after)
         self.b = outer
+        inits += ahead
         loop = ForOp([lower, upper, step, *inits], [v.type for v in inits], dict(band.attributes), [body], band.loc)
         outer.insert(loop)
         for c in range(self.K):
             for j, r in enumerate(band.results):
                 loop.results[c * s + j].name_hint = f"{r.name_hint or 'column'}{f'_chunk{c}' if c else ''}"
+        for op, r in zip(scalars, loop.results[self.K * s :]):
+            r.name_hint = f"{op.results[0].name_hint or 'load'}_past_band"  # (the row after it: unused)
         return [list(loop.results[c * s : (c + 1) * s]) for c in range(self.K)]
 
 
@@ -400,7 +427,7 @@ class BandCluster(Pass):
     chunk: int = 2048
     warps: int = 8
     exchange: Literal["barriers", "push"] = "push"  # tile.cluster_gather's
-    bands: int = 0  # the clusters (0: the SMs / ctas)
+    bands: int = 0  # the clusters (0: as many as run at once, one CTA an SM)
     smem_budget: int = DEFAULT.smem_per_block
     weights: bool = True  # the weights' chunks cached too, where they fit
     unchanged = "its rows are not split across clusters"

@@ -105,6 +105,9 @@ class Signature:
     row_inputs: int = 1  # inputs read as whole rows ([XBLOCK, RBLOCK] tiles), each counted once
     elem_bytes: int = 2  # the widest element read as a row
     random: bool = False  # draws random numbers (dropout): Philox's arithmetic, never measured yet
+    # a mix-order kernel's column sums carried across its band (RMSNorm's dW: 1; LayerNorm's dW
+    # and dB: 2); 0 for other kernels
+    column_sums: int = 0
 
     @property
     def symbolic(self) -> bool:
@@ -123,6 +126,7 @@ class Signature:
             return POINTWISE[self.family]
         notes = [f"{self.elem_bytes}-byte elements"] if self.elem_bytes != 2 else []
         notes += [f"{self.row_inputs} row inputs"] if self.row_inputs != 1 else []
+        notes += [f"{self.column_sums} column sums"] if self.column_sums > 1 else []
         return f"{self.family} {self.extent()}" + (f" ({', '.join(notes)})" if notes else "")
 
     def describe(self) -> str:
@@ -172,6 +176,9 @@ class Rule:
     # bytes: `lo`, `hi` are 0 and 2**62), measured at the sizes their graphs were traced with; a
     # rule without it covers static sizes only (`Signature.symbolic`)
     symbolic: bool = False
+    # a mix-order rule measured on kernels of this many column sums alone (RMSNorm's backward and
+    # LayerNorm's differ there: one weight gradient or two); 0: kernels of any number
+    column_sums: int = 0
 
     @property
     def evidence(self) -> str:
@@ -188,6 +195,7 @@ class Rule:
             # on such kernels covers it
             and sig.symbolic == self.symbolic
             and self.lo <= sig.row_bytes < self.hi
+            and self.column_sums in (0, sig.column_sums)
         )
 
 
@@ -216,20 +224,54 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "mix-order",
         65536,
-        262144,
+        131072,
         "gluon",
-        "2026-11-28-h100-cluster-fusion",
-        "4096x32768 351.2 vs 4955.0 us; 8192x32768 669.4 vs 10421.4 us; 4096x32768 314.4 vs 4604.6 us; 8192x32768 608.5 vs 9635.0 us; 2048x65536 517.4 vs 5803.6 us; 2048x65536 312.3 vs 5091.1 us",
+        "2026-11-28-h100-cluster-bands",
+        "4096x32768 303.0 vs 4614.9 us; 8192x32768 586.6 vs 9667.4 us",
         plan="ctas=2,chunk=2048,warps=8",
         row_inputs=2,
+        column_sums=1,
+    ),
+    Rule(
+        "mix-order",
+        131072,
+        262144,
+        "gluon",
+        "2026-11-28-h100-cluster-bands",
+        "2048x65536 307.1 vs 5091.2 us",
+        plan="ctas=8,chunk=1024,warps=8,bands=30",
+        row_inputs=2,
+        column_sums=1,
     ),
     Rule(
         "mix-order",
         65536,
         131072,
         "gluon",
-        "2026-11-28-h100-cluster-fusion",
-        "4096x32768 393.5 vs 6258.6 us; 8192x32768 767.6 vs 12898.7 us",
+        "2026-11-28-h100-cluster-bands",
+        "4096x32768 322.9 vs 4978.5 us; 8192x32768 627.9 vs 10447.9 us",
+        plan="ctas=4,chunk=1024,warps=8,bands=60",
+        row_inputs=2,
+        column_sums=2,
+    ),
+    Rule(
+        "mix-order",
+        131072,
+        262144,
+        "gluon",
+        "2026-11-28-h100-cluster-bands",
+        "2048x65536 325.5 vs 5812.7 us",
+        plan="ctas=8,chunk=1024,warps=8,bands=30",
+        row_inputs=2,
+        column_sums=2,
+    ),
+    Rule(
+        "mix-order",
+        65536,
+        131072,
+        "gluon",
+        "2026-11-28-h100-cluster-bands",
+        "4096x32768 397.1 vs 6273.2 us; 8192x32768 769.6 vs 12941.9 us",
         plan="ctas=2,chunk=2048,warps=8",
         row_inputs=3,
     ),
@@ -238,9 +280,9 @@ RULES: tuple[Rule, ...] = (
         131072,
         262144,
         "gluon",
-        "2026-11-28-h100-cluster-fusion",
-        "2048x65536 457.8 vs 6666.0 us",
-        plan="ctas=8,chunk=1024,warps=8,bands=33",
+        "2026-11-28-h100-cluster-bands",
+        "2048x65536 389.1 vs 6705.7 us",
+        plan="ctas=8,chunk=1024,warps=8,bands=30",
         row_inputs=3,
     ),
     # first, the long rows of all three ops from rows of 131072 (--min-row 131072), among the cluster
@@ -614,8 +656,19 @@ RULES: tuple[Rule, ...] = (
         32768,
         "triton",
         "2026-11-28-h100-ring-kernels",
-        "8192x8192 157.1 vs 229.4 us; 8192x8192 153.2 vs 195.8 us",
+        "8192x8192 153.2 vs 195.8 us",
         row_inputs=2,
+        column_sums=1,
+    ),
+    Rule(
+        "mix-order",
+        16384,
+        32768,
+        "triton",
+        "2026-11-28-h100-ring-kernels",
+        "8192x8192 157.1 vs 229.4 us",
+        row_inputs=2,
+        column_sums=2,
     ),
     Rule(
         "mix-order", 16384, 32768, "triton", "2026-11-28-h100-ring-kernels", "8192x8192 216.2 vs 263.8 us", row_inputs=3
@@ -1366,7 +1419,9 @@ def signature(kernel: Kernel) -> Signature:
         # ranges of the kernel's bytes (its elements, each of its widest element), as a reduction's
         # of its row's
         return Signature(family, rows, None, (rows or 0) * elem, _row_inputs(kernel), elem, random)
-    return Signature(family, rows, n, n * elem if n else 0, _row_inputs(kernel), elem, random)
+    band = band_loop(kernel) if family == "mix-order" else None
+    sums = len(band.iter_args) if band is not None else 0
+    return Signature(family, rows, n, n * elem if n else 0, _row_inputs(kernel), elem, random, sums)
 
 
 # The H200 (the H100's SMs, 1.4x its bandwidth: more bytes must be in flight per SM), derived as
@@ -1688,8 +1743,19 @@ H200_RULES: tuple[Rule, ...] = (
         131072,
         "gluon",
         "2026-11-28-h200-ring-fusion",
-        "4096x16384 131.7 vs 144.3 us; 8192x16384 244.9 vs 273.0 us; 4096x16384 152.7 vs 280.8 us; 8192x16384 274.8 vs 540.3 us; 4096x32768 233.1 vs 3461.5 us; 8192x32768 439.8 vs 7284.7 us",
+        "4096x16384 131.7 vs 144.3 us; 8192x16384 244.9 vs 273.0 us; 4096x32768 233.1 vs 3461.5 us; 8192x32768 439.8 vs 7284.7 us",
         row_inputs=2,
+        column_sums=1,
+    ),
+    Rule(
+        "mix-order",
+        32768,
+        65536,
+        "triton",
+        "2026-11-28-h200-ring-fusion",
+        "4096x16384 149.6 vs 280.8 us; 8192x16384 273.6 vs 540.3 us",
+        row_inputs=2,
+        column_sums=2,
     ),
     Rule(
         "mix-order",
@@ -1708,9 +1774,32 @@ H200_RULES: tuple[Rule, ...] = (
         262144,
         "gluon",
         "2026-11-28-h200-cluster-fusion",
-        "2048x65536 430.6 vs 4495.1 us; 2048x65536 246.6 vs 3937.0 us",
+        "2048x65536 246.6 vs 3937.0 us",
         plan="ctas=2,chunk=2048,warps=8",
         row_inputs=2,
+        column_sums=1,
+    ),
+    Rule(
+        "mix-order",
+        65536,
+        131072,
+        "gluon",
+        "2026-11-28-h200-cluster-fusion",
+        "4096x32768 335.1 vs 3738.7 us; 8192x32768 644.3 vs 7841.1 us",
+        plan="ctas=2,chunk=2048,warps=8",
+        row_inputs=2,
+        column_sums=2,
+    ),
+    Rule(
+        "mix-order",
+        131072,
+        262144,
+        "gluon",
+        "2026-11-28-h200-cluster-fusion",
+        "2048x65536 425.8 vs 4495.1 us",
+        plan="ctas=8,chunk=1024,warps=8,bands=33",
+        row_inputs=2,
+        column_sums=2,
     ),
     Rule(
         "mix-order",
@@ -2353,14 +2442,17 @@ class MixOrderFusion:
 # H200's first range is the same, measured in the same form (2026-11-28-h200-ring-fusion): 1.48-1.65x
 # stock's unfused kernels at rows of 32768, its rules the ring's there. Ahead of those, the ranges
 # of the banded kernel's cluster form (`band-cluster`: each row split across a cluster of CTAs,
-# the column sums of a row past one CTA's registers), measured autotuned in place
-# (2026-11-28-h100-cluster-fusion, -h200-cluster-fusion, the rules from the same runs): on the H100
-# LayerNorm's two column sums at rows of 32768 (1.88-1.92x stock's unfused kernels) and every op at
-# rows of 65536 (1.41-2.02x), both with up to two sums and two whole rows read; on the H200 rows of
-# 65536 with one sum (1.38-1.91x). The H200's LayerNorm stays unfused: at rows of 32768 one plan a
-# row size, its RMSNorm measured faster in the ring (0.234 ms) than in a cluster (0.263), and the
-# rules tell the two apart by neither; at rows of 65536 fused it ran 44-45% of a copy, where its
-# unfused kernels (tilec's dx, stock's column sums) ran 47 (-h200-ring-validation).
+# the column sums of a row past one CTA's registers), measured autotuned in place, the rules from
+# the same runs: on the H100 (2026-11-28-h100-cluster-bands: its band counts those of clusters
+# that run at once, `Target.clusters_at_once`) LayerNorm's two column sums at rows of 32768
+# (2.00x stock's unfused kernels) and every op at rows of 65536 (1.89-2.08x), both with up to two
+# sums and two whole rows read; on the H200 (2026-11-28-h200-cluster-fusion) LayerNorm at rows of
+# 32768 (57.2-59.7% of a copy, 1.49x stock; its unfused kernels, tilec's dx and stock's column
+# sums, 48.9-49.0: -h200-cluster-validation, -h200-cluster-slots) — its RMSNorm keeps the ring
+# there (0.234 ms against 0.263 in a cluster), the rules telling the two apart by their column
+# sums (`Rule.column_sums`) — and rows of 65536 with one sum (1.38-1.91x). The H200's LayerNorm
+# at rows of 65536 stays unfused: fused it ran 44-45% of a copy, where its unfused kernels ran 47
+# (-h200-ring-validation).
 # Ranges are tried in order. A GPU without an entry fuses what stock fuses.
 MIX_ORDER_FUSIONS: dict[str, tuple[MixOrderFusion, ...]] = {
     H100.name: (
@@ -2369,9 +2461,9 @@ MIX_ORDER_FUSIONS: dict[str, tuple[MixOrderFusion, ...]] = {
             32768,
             32768,
             2,
-            "2026-11-28-h100-cluster-fusion",
-            "layernorm_bwd 4096x32768 77.6 vs 41.3; layernorm_bwd 8192x32768 80.7 vs 42.0; rmsnorm_bwd 4096x32768 87.3 vs 58.2; "
-            "add_rmsnorm_bwd 4096x32768 92.3 vs 51.4",
+            "2026-11-28-h100-cluster-bands",
+            "layernorm_bwd 4096x32768 82.4 vs 41.1; layernorm_bwd 8192x32768 83.8 vs 42.0; rmsnorm_bwd 4096x32768 90.4 vs 57.6; "
+            "add_rmsnorm_bwd 4096x32768 91.9 vs 50.8",
             max_sums=2,
             max_row_inputs=2,
             ring=True,
@@ -2381,8 +2473,8 @@ MIX_ORDER_FUSIONS: dict[str, tuple[MixOrderFusion, ...]] = {
             65536,
             65536,
             2,
-            "2026-11-28-h100-cluster-fusion",
-            "rmsnorm_bwd 2048x65536 86.6 vs 42.8; layernorm_bwd 2048x65536 57.9 vs 41.1; add_rmsnorm_bwd 2048x65536 78.9 vs 49.6",
+            "2026-11-28-h100-cluster-bands",
+            "rmsnorm_bwd 2048x65536 88.5 vs 42.5; layernorm_bwd 2048x65536 83.9 vs 41.1; add_rmsnorm_bwd 2048x65536 93.7 vs 49.7",
             max_sums=2,
             max_row_inputs=2,
             ring=True,
@@ -2410,6 +2502,17 @@ MIX_ORDER_FUSIONS: dict[str, tuple[MixOrderFusion, ...]] = {
         ),
     ),
     H200.name: (
+        MixOrderFusion(
+            4096,
+            32768,
+            32768,
+            2,
+            "2026-11-28-h200-cluster-fusion",
+            "layernorm_bwd 4096x32768 57.2 vs 38.4; layernorm_bwd 8192x32768 59.7 vs 39.9",
+            max_sums=2,
+            max_row_inputs=2,
+            ring=True,
+        ),
         MixOrderFusion(
             2048,
             65536,
