@@ -26,6 +26,9 @@ the forward's long rows; it replaces `band-chunks`, `plan` and `band-ring`):
   a row) and combined in CTA order, so every CTA has the row's statistics bit for bit the same;
   after the last read of chunk c, a CTA barrier, then the next row's chunk c copied into its
   buffers (masked off past the band's end) and committed;
+- a row's own values the band loop reads from memory (a norm's saved mean and rstd) are read a
+  row ahead: the band's first row's before the loop, each step the next row's (masked off past
+  the band), carried by the band loop (the load no longer waits after the row's exchange);
 - after the band every copy is waited for, and each CTA stores its chunks of each column sum to
   its columns of the program's (the cluster's) workspace row.
 
@@ -36,9 +39,10 @@ On the H100 the hand-written kernel of this form (`bench/ring_bwd_probe.py`'s `c
 clusters of 2, the pushed exchange; bench/results/2026-11-28-h100-cluster-ring) ran RMSNorm's
 whole backward at 90.9 / 95.2 / 85.9% of a copy at 4096x32768 / 8192x32768 / 2048x65536 (stock
 59-60, 36), LayerNorm's at 79.3 / 82.4 (41-42) at rows of 32768. This pass's kernel, through the
-hook (`gluon-cluster-ring`, bench/results/2026-11-28-h100-cluster-validation): RMSNorm 87 / 90 /
-87, LayerNorm 78 / 81 / 54 (its clusters of 8, two CTAs an SM, 58 autotuned), the residual-fused
-RMSNorm 92 / 95 / 79.
+hook with the H100's rules (`gluon-cluster-ring`, bench/results/2026-11-28-h100-cluster-bands-validation):
+RMSNorm 90.9 / 89.4 at 4096x32768 / 2048x65536 in clusters of 2 and 8, LayerNorm 83.3 / 82.5 in
+clusters of 4 and 8 (two CTAs an SM); autotuned in place the residual-fused RMSNorm 91.9 / 93.5 /
+93.7 (-h100-cluster-bands).
 
 It acts on a logical banded kernel (constexprs XBLOCK, RBLOCK, RSPLIT; a grid of cdiv(rows,
 RSPLIT)) whose band loop's loops run over the row from 0 to its length N (a constant) by RBLOCK,
