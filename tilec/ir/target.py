@@ -87,7 +87,8 @@ H100 = Target(
     # bench/results/2026-11-28-h100-cluster-bands (cluster-slots.jsonl): 66, 30, 15 (SMs / C: 66, 33, 16)
     cluster_slots=((2, 66), (4, 30), (8, 15)),
 )
-# the H100's SMs, more and faster memory (4.8 TB/s of HBM3e)
+# the H100's SMs, more and faster memory (4.8 TB/s of HBM3e); its clusters that run at once
+# measured the same as the H100's (bench/results/2026-11-28-h200-cluster-slots)
 H200 = dataclasses.replace(H100, name="NVIDIA H200", hbm_bytes_per_s=4.8e12)
 # shared memory and registers per SM and per block as on Hopper; its L2 and memory not described
 B200 = dataclasses.replace(
