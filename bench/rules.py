@@ -32,8 +32,9 @@ timings in a `tilec bench --models --autotune` run or a `tilec bench --impls til
 run: each kernel tilec could take was timed in place against stock Inductor's (device time, cold
 L2: `tilec.inductor.autotune`), and the run's models.jsonl or results.jsonl records its signature
 and those timings (each row's `report`). Kernels the GPU's table already covers (its rules from
-other runs) are left out; the rest are grouped by family, row inputs, element size and row bytes,
-and a row size takes the candidate that beat stock by the margin at every kernel of that size (the
+other runs) are left out; the rest are grouped by family, row inputs, element size and row bytes
+(mix-order kernels also by their column sums where the run measured more than one number of them:
+RMSNorm's backward and LayerNorm's, `Rule.column_sums`), and a row size takes the candidate that beat stock by the margin at every kernel of that size (the
 same choice as above), else stock. A rule covers only the row sizes measured: the power-of-two
 range holding each (pointwise kernels: every size), clipped where the table's other rules begin.
 Its figures are device microseconds, "MxN tilec vs stock us" per kernel (a pointwise kernel: its
