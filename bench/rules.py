@@ -34,8 +34,8 @@ L2: `tilec.inductor.autotune`), and the run's models.jsonl or results.jsonl reco
 and those timings (each row's `report`). Kernels the GPU's table already covers (its rules from
 other runs) are left out; the rest are grouped by family, row inputs, element size and row bytes
 (mix-order kernels also by their column sums where the run measured more than one number of them:
-RMSNorm's backward and LayerNorm's, `Rule.column_sums`), and a row size takes the candidate that beat stock by the margin at every kernel of that size (the
-same choice as above), else stock. A rule covers only the row sizes measured: the power-of-two
+RMSNorm's backward and LayerNorm's, `Rule.column_sums`), and a row size takes the candidate that
+beat stock by the margin at every kernel of that size (the same choice as above), else stock. A rule covers only the row sizes measured: the power-of-two
 range holding each (pointwise kernels: every size), clipped where the table's other rules begin.
 Its figures are device microseconds, "MxN tilec vs stock us" per kernel (a pointwise kernel: its
 elements x 1): a rule taking tilec quotes every kernel it rests on, one keeping stock the kernels
@@ -256,7 +256,7 @@ def _of_group(rules: Sequence[Any], group: tuple[Any, ...], symbolic: bool = Fal
         r
         for r in rules
         if (r.family, r.row_inputs, r.elem_bytes, r.symbolic) == (*group[:3], symbolic)
-        and (sums == 0 or getattr(r, "column_sums", 0) in (0, sums))
+        and (sums == 0 or r.column_sums in (0, sums))
     ]
 
 
@@ -279,14 +279,30 @@ LONG_KERNEL_US = 100.0
 LONG_MARGIN = 0.01
 
 
-# the column sums of each backward op's mix-order kernel (its weights' gradients), for runs whose
-# kernels' signatures do not carry them (recorded before they did)
-# (the norm's weight: 1; LayerNorm's weight and bias: 2)
-COLUMN_SUMS = {
-    **dict.fromkeys(["rmsnorm_bwd", "gemma_rmsnorm_bwd", "add_rmsnorm_bwd", "add_rmsnorm_qkv_bwd"], 1),
-    **dict.fromkeys(["add_rmsnorm_mlp_bwd", "add_gemma_rmsnorm_qkv_bwd", "add_gemma_rmsnorm_mlp_bwd"], 1),
-    **dict.fromkeys(["layernorm_bwd", "add_layernorm_bwd", "add_layernorm_mlp_bwd"], 2),
-}
+# the column sums of each backward op's mix-order kernel (its weights' gradients: the norm's
+# weight; LayerNorm's weight and bias), for runs whose kernels' signatures do not carry them
+# (recorded before they did)
+COLUMN_SUMS = dict.fromkeys(
+    (
+        "rmsnorm_bwd",
+        "gemma_rmsnorm_bwd",
+        "add_rmsnorm_bwd",
+        "add_rmsnorm_qkv_bwd",
+        "add_rmsnorm_mlp_bwd",
+        "add_gemma_rmsnorm_qkv_bwd",
+        "add_gemma_rmsnorm_mlp_bwd",
+    ),
+    1,
+) | dict.fromkeys(("layernorm_bwd", "add_layernorm_bwd", "add_layernorm_mlp_bwd"), 2)
+
+
+def _column_sums(sig: Sequence[Any], op: str) -> int:
+    """A kernel's column sums: its signature's (the sixth field), else, for a mix-order kernel
+    recorded before signatures carried them, its op's (`COLUMN_SUMS`); 0 where neither says."""
+    if len(sig) > 5:
+        return int(sig[5])
+    return COLUMN_SUMS.get(op, 0) if sig[0] == "mix-order" else 0
+
 
 SYMBOLIC = -1  # the row bytes `model_kernels` gives a row of symbolic length (a rotary: a symbolic size)
 
@@ -294,9 +310,8 @@ SYMBOLIC = -1  # the row bytes `model_kernels` gives a row of symbolic length (a
 def model_kernels(records: list[dict[str, Any]]) -> list[tuple[tuple[str, int, int, int], int, Shape]]:
     """The kernels of a run's rows (`tilec bench --models --autotune`, or `tilec bench` with
     tilec-autotune) the autotuner timed against stock:
-    ((family, row inputs, element bytes, column sums), row bytes, Shape) each — the column sums a
-    mix-order kernel's (its signature's, else its op's: `COLUMN_SUMS`; 0 where neither says) — the row bytes `SYMBOLIC` where
-    the row length (a `pointwise-repeats` kernel: its size) is symbolic (`--dynamic`), the Shape then the sizes the graph was traced with,
+    ((family, row inputs, element bytes, column sums: `_column_sums`), row bytes, Shape) each — the
+    row bytes `SYMBOLIC` where the row length (a `pointwise-repeats` kernel: its size) is symbolic (`--dynamic`), the Shape then the sizes the graph was traced with,
     which the autotuner timed at — the same kernel timed once (a kernel read from the autotuner's
     cache repeats its timings: counted once). `Shape.ms` and `Shape.pct` both hold device
     microseconds (a kernel has no copy to compare with)."""
@@ -307,7 +322,7 @@ def model_kernels(records: list[dict[str, Any]]) -> list[tuple[tuple[str, int, i
             if not sig or not timings:
                 continue
             family, inputs, elem, rows, n = sig[:5]
-            sums = sig[5] if len(sig) > 5 else COLUMN_SUMS.get(row.get("op", ""), 0) if family == "mix-order" else 0
+            sums = _column_sums(sig, row.get("op", ""))
             traced = k.get("traced") or (None, None)
             m, length = rows if rows is not None else traced[0], n if n is not None else traced[1]
             if m is None or (length is None and not family.startswith("pointwise")):

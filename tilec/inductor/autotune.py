@@ -274,9 +274,10 @@ def candidates(
 
 # A banded kernel's row from which its cluster forms (`band-cluster`) are candidates too: where
 # one CTA's registers no longer hold the column sums (RMSNorm's one past 32768, LayerNorm's two past
-# 16384), in the plans bench/ring_bwd_probe.py measured best (bench/results/2026-11-28-h100-cluster-ring,
-# -h200-cluster-ring): clusters of 2 over 8 warps, one CTA an SM; at rows of 65536 also clusters of
-# 8 in chunks of 1024, two CTAs an SM (LayerNorm's best there: in clusters of 2 its two sums spill)
+# 16384), in the plans measured best (bench/results/2026-11-28-h100-cluster-ring, -h100-cluster-bands):
+# clusters of 2 over 8 warps, one CTA an SM; of 4 in chunks of 1024, two CTAs an SM (LayerNorm's
+# best at rows of 32768); at rows of 65536 also clusters of 8 in chunks of 1024, two CTAs an SM
+# (LayerNorm's best there: in clusters of 2 its two sums spill)
 CLUSTER_ROWS = 32768
 
 

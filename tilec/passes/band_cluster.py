@@ -275,6 +275,14 @@ class BandClusterRewriter(ClusterRowsRewriter):
         self.map = saved
         return got
 
+    def same_access(self, load: LoadOp, key: tuple[int, int]) -> bool:
+        """cluster-rows' check, the pointer's first read of the chunk in the band (as its copies
+        read it) recorded first: what its other reads of the chunk must match to read the buffer."""
+        if load is self.reads[key[0]][0]:
+            self.copied[key] = load
+            self.access[key] = (self.v(load.offsets), self.v(load.mask) if load.mask else None)
+        return super().same_access(load, key)
+
     def row_value(self, load: LoadOp, row: Value) -> Value:
         """The band loop's `load` of row `row` (the band's row index), cloned at the builder."""
         saved = dict(self.map)
@@ -361,31 +369,9 @@ class BandClusterRewriter(ClusterRowsRewriter):
             folds = self.folds(op) if op.results and op is not self.columns else []
             carried = [self.v(v) for v in op.inits]
             for c in range(self.K):
-                self.map[id(op.body.args[0])] = self.b.constant(c * self.CH, i32, name_hint="chunk_first")
                 if op is self.columns:
                     carried = [accs[c][j] for j in self.which]
-                for a, v in zip(op.body.args[1:], carried):
-                    self.map[id(a)] = v
-                waited = False
-                for inner in op.body.ops:
-                    if isinstance(inner, YieldOp):
-                        carried = [self.v(v) for v in inner.operands]
-                        continue
-                    key = (id(inner.ptr), c) if isinstance(inner, LoadOp) else None
-                    if isinstance(inner, LoadOp) and key in self.buffers and inner is self.reads[key[0]][0]:
-                        # the pointer's first read, its chunk c's (as its copies read it): what its
-                        # other reads of the chunk must match to read the buffer (`same_access`)
-                        self.copied[key] = inner
-                        self.access[key] = (self.v(inner.offsets), self.v(inner.mask) if inner.mask else None)
-                    if isinstance(inner, LoadOp) and key in self.buffers and self.same_access(inner, key):
-                        if op is first and not waited:
-                            self.b.create("tile.async_wait", pending=self.K - 1 - c)
-                            waited = True
-                        t = self.tile_type(inner.result.type)  # type: ignore[arg-type]
-                        value = self.b.op("tile.smem_load", self.buffers[key], type=t, name_hint=inner.result.name_hint)
-                        self.map[id(inner.result)] = value
-                        continue
-                    self.clone(inner)
+                carried = self.clone_chunk(op, c, carried, self.K - 1 - c if op is first else None)
                 if op is self.columns:
                     nexts[c] = [carried[self.which.index(j)] for j in range(s)]
                 if op is last:  # every thread has read chunk c: the next row's, into its buffers

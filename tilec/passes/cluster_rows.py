@@ -294,32 +294,39 @@ class ClusterRowsRewriter:
         carried = [self.v(v) for v in loop.inits]
         folds = self.folds(loop) if first else []
         for i in range(self.K):
-            self.map[id(loop.body.args[0])] = self.b.constant(i * self.CH, i32, name_hint="chunk_first")
-            for a, v in zip(loop.body.args[1:], carried):
-                self.map[id(a)] = v
-            waited = False
-            for op in loop.body.ops:
-                if isinstance(op, YieldOp):
-                    carried = [self.v(v) for v in op.operands]
-                    continue
-                key = (id(op.ptr), i) if isinstance(op, LoadOp) else None
-                if isinstance(op, LoadOp) and key in self.buffers and self.same_access(op, key):
-                    if first and not waited:
-                        self.b.create("tile.async_wait", pending=self.cached - 1 - i)
-                        waited = True
-                    value = self.b.op(
-                        "tile.smem_load",
-                        self.buffers[key],
-                        type=self.tile_type(op.result.type),  # type: ignore[arg-type]
-                        name_hint=op.result.name_hint,
-                    )
-                    self.map[id(op.result)] = value
-                    continue
-                self.clone(op)
+            carried = self.clone_chunk(loop, i, carried, self.cached - 1 - i if first else None)
         if first and loop.results:
             totals = self.combine_across_cluster(loop, carried, folds)
             for r, t in zip(loop.results, totals):
                 self.map[id(r)] = t
+
+    def clone_chunk(self, loop: ForOp, i: int, carried: list[Value], pending: int | None) -> list[Value]:
+        """Chunk i of `loop` cloned at the builder, its iteration arguments `carried`: each read of
+        a chunk in a buffer (`same_access`) a shared-memory load, the first of them after waiting
+        until `pending` copy groups are left (None: no wait). Returns what the chunk yields."""
+        self.map[id(loop.body.args[0])] = self.b.constant(i * self.CH, i32, name_hint="chunk_first")
+        for a, v in zip(loop.body.args[1:], carried):
+            self.map[id(a)] = v
+        waited = pending is None
+        for op in loop.body.ops:
+            if isinstance(op, YieldOp):
+                carried = [self.v(v) for v in op.operands]
+                continue
+            key = (id(op.ptr), i) if isinstance(op, LoadOp) else None
+            if isinstance(op, LoadOp) and key in self.buffers and self.same_access(op, key):
+                if not waited:
+                    self.b.create("tile.async_wait", pending=pending)
+                    waited = True
+                value = self.b.op(
+                    "tile.smem_load",
+                    self.buffers[key],
+                    type=self.tile_type(op.result.type),  # type: ignore[arg-type]
+                    name_hint=op.result.name_hint,
+                )
+                self.map[id(op.result)] = value
+                continue
+            self.clone(op)
+        return carried
 
     def same_access(self, load: LoadOp, key: tuple[int, int]) -> bool:
         """Whether `load` (its operands cloned for this chunk) reads what the chunk's copy read."""
