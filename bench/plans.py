@@ -174,6 +174,18 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
             for w in (4, 8, 16, 32):
                 if x * n <= BLOCK and x * n >= 4 * 32 * w and (w < 32 or n >= 8192):
                     found[f"{e}-x{x}-w{w}"] = (e, f"xblock={x},num_warps={w}")
+    # rows of 8192 and 16384 split across clusters of 2 and 4 CTAs, the exchange pushed: a row's
+    # work in smaller pieces, twice or four times the programs, for GPUs where few rows leave SMs
+    # idle. On the H200 (bench/results/2026-11-28-h200-mid-clusters) LayerNorm lost 17-23 points of
+    # a copy so, softmax tied its one-tile plans
+    if n in (8192, 16384):
+        for ctas in (2, 4):
+            for w in (4, 8):
+                for c in (2048, 4096, 8192):
+                    k = n // (ctas * c)
+                    if n % (ctas * c) == 0 and 1 <= k <= 4 and c >= 8 * 32 * w:
+                        options = f"xblock=1,chunk={c},num_warps={w},cluster={ctas},exchange=push"
+                        found[f"gluon-cl{ctas}-c{c}-w{w}-push"] = ("gluon", options)
     # the Triton loop over chunks of a row that would fit one tile, as Inductor's max-autotune
     # often picks (its coordinate descent: R0_BLOCK below the row, 16 warps): the row's second
     # read comes from L2

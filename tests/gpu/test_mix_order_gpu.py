@@ -177,16 +177,25 @@ def test_the_gluon_emitter_leaves_a_mix_order_reduction_without_a_ring_form_to_s
 
 
 @pytest.mark.parametrize("emitter", ["gluon", "auto"])
-@pytest.mark.parametrize(("name", "m"), [("rmsnorm", 4096), ("rmsnorm", 8192), ("layernorm", 8192)])
-def test_the_ring_form_is_taken_through_the_hook(emitter: str, name: str, m: int) -> None:
+@pytest.mark.parametrize(
+    ("name", "m", "n"),
+    [
+        ("rmsnorm", 4096, 32768),
+        ("rmsnorm", 8192, 32768),
+        ("layernorm", 8192, 16384),
+        ("layernorm", 4096, 32768),
+        ("layernorm", 2048, 65536),
+    ],
+)
+def test_the_ring_form_is_taken_through_the_hook(emitter: str, name: str, m: int, n: int) -> None:
     """RMSNorm's backward over rows of 32768 is fused where the GPU's table has a range for it
-    (the H100's: measured with the ring form, one column sum), LayerNorm's at 8192x16384 where the
-    table fuses rows of 16384. With the chooser's emitter, the fused kernel is taken, in a Gluon
+    (the H100's and the H200's: measured with the ring form, one column sum), LayerNorm's at
+    8192x16384 where the table fuses rows of 16384, and at 4096x32768 and 2048x65536 where it
+    fuses them in the cluster form. With the chooser's emitter, the fused kernel is taken, in a Gluon
     form (the ring, `gluon-ring`, or the cluster form, `band-cluster`, as the rules say) where its
     range was measured with it; with the Gluon emitter forced, only those forms' ranges fuse, and
     the fused kernel is one of them. Either way the gradients
     equal float64 eager's within bf16's tolerance and are the same on every run."""
-    n = 32768 if name == "rmsnorm" else 16384
     fusion = table_range(name, m, n)
     if emitter == "auto":
         fused, records = fused_by_table(name, m, n)

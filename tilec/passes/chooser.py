@@ -1434,6 +1434,71 @@ def signature(kernel: Kernel) -> Signature:
 # the H100's, the surveys of one op's long rows, then the long rows' survey with `reverse` and
 # `stream` among its plans.
 H200_RULES: tuple[Rule, ...] = (
+    # the norms' fused backward at rows of 32768 and 65536 autotuned in place with the cluster forms
+    # (band-cluster), as many clusters as run at once: clusters of 4 two an SM (60 bands), of 8 over 30
+    Rule(
+        "mix-order",
+        65536,
+        131072,
+        "gluon",
+        "2026-11-28-h200-cluster-bands",
+        "4096x32768 234.2 vs 3452.4 us",
+        row_inputs=2,
+        column_sums=1,
+    ),
+    Rule(
+        "mix-order",
+        131072,
+        262144,
+        "gluon",
+        "2026-11-28-h200-cluster-bands",
+        "2048x65536 244.0 vs 3948.4 us",
+        plan="ctas=2,chunk=2048,warps=8",
+        row_inputs=2,
+        column_sums=1,
+    ),
+    Rule(
+        "mix-order",
+        65536,
+        131072,
+        "gluon",
+        "2026-11-28-h200-cluster-bands",
+        "4096x32768 271.9 vs 3713.3 us; 8192x32768 528.6 vs 7824.9 us",
+        plan="ctas=4,chunk=1024,warps=8,bands=60",
+        row_inputs=2,
+        column_sums=2,
+    ),
+    Rule(
+        "mix-order",
+        131072,
+        262144,
+        "gluon",
+        "2026-11-28-h200-cluster-bands",
+        "2048x65536 270.4 vs 4489.0 us",
+        plan="ctas=8,chunk=1024,warps=4,bands=30",
+        row_inputs=2,
+        column_sums=2,
+    ),
+    Rule(
+        "mix-order",
+        65536,
+        131072,
+        "gluon",
+        "2026-11-28-h200-cluster-bands",
+        "8192x32768 582.3 vs 9805.2 us",
+        plan="ctas=2,chunk=2048,warps=8",
+        row_inputs=3,
+    ),
+    Rule(
+        "mix-order",
+        131072,
+        262144,
+        "gluon",
+        "2026-11-28-h200-cluster-bands",
+        "2048x65536 308.7 vs 5130.1 us",
+        plan="ctas=8,chunk=1024,warps=8,bands=30",
+        row_inputs=3,
+    ),
     # first, the norms' rows of 131072 and more (--ops rmsnorm,layernorm --min-row 131072) with the
     # H100's cluster candidates: slices of 128 KiB whole or three quarters cached (`row_cache`),
     # the weight read a chunk ahead (`prefetch`: early-loads)
@@ -1472,6 +1537,18 @@ H200_RULES: tuple[Rule, ...] = (
         "2026-11-27-h200-slice-cache",
         "2048x262144 89.1 vs 64.0",
         plan="xblock=1,chunk=8192,num_warps=16,cluster=4,row_cache=393216,exchange=push,maxnreg=64,prefetch=1",
+    ),
+    # LayerNorm's rows of 65536 surveyed alone with the pushed exchange in clusters of 2 and 4
+    # (bench/plans.py --ops layernorm --shapes 8192x65536): clusters of 4 pushed, 84.9% of a copy
+    # against the Triton loop's 79.9 in the same run
+    Rule(
+        "mean-var",
+        131072,
+        262144,
+        "gluon",
+        "2026-11-28-h200-layernorm-clusters",
+        "8192x65536 84.9 vs 58.5",
+        plan="xblock=1,chunk=8192,num_warps=4,cluster=4,exchange=push",
     ),
     # then the long rows of all three ops from rows of 131072 (--min-row 131072), the H100's
     # one-CTA-an-SM slices, whole, and the weight read a chunk ahead, among the cluster plans:
@@ -1573,15 +1650,6 @@ H200_RULES: tuple[Rule, ...] = (
         "2026-11-27-h200-welford-lanes",
         "4096x32768 91.3 vs 75.7; 32768x50257 55.6 vs 33.7",
         plan="xblock=1,chunk=4096,num_warps=32",
-    ),
-    Rule(
-        "mean-var",
-        131072,
-        262144,
-        "triton",
-        "2026-11-27-h200-welford-lanes",
-        "8192x65536 80.2 vs 58.6",
-        plan="xblock=1,chunk=8192,num_warps=32,reverse=true,stream=true",
     ),
     Rule(
         "softmax",
@@ -1740,10 +1808,10 @@ H200_RULES: tuple[Rule, ...] = (
     Rule(
         "mix-order",
         32768,
-        131072,
+        65536,
         "gluon",
         "2026-11-28-h200-ring-fusion",
-        "4096x16384 131.7 vs 144.3 us; 8192x16384 244.9 vs 273.0 us; 4096x32768 233.1 vs 3461.5 us; 8192x32768 439.8 vs 7284.7 us",
+        "4096x16384 131.7 vs 144.3 us; 8192x16384 244.9 vs 273.0 us",
         row_inputs=2,
         column_sums=1,
     ),
@@ -1760,55 +1828,10 @@ H200_RULES: tuple[Rule, ...] = (
     Rule(
         "mix-order",
         32768,
-        131072,
+        65536,
         "gluon",
         "2026-11-28-h200-ring-fusion",
-        "4096x16384 151.6 vs 218.9 us; 8192x16384 282.1 vs 422.4 us; 4096x32768 344.6 vs 4712.8 us; 8192x32768 659.9 vs 9741.8 us",
-        row_inputs=3,
-    ),
-    # then the cluster forms (band-cluster) where the ring cannot hold the row: rows of 65536,
-    # clusters of 2 (RMSNorm 0.247 ms, stock 3.94) or of 8 (three row inputs)
-    Rule(
-        "mix-order",
-        131072,
-        262144,
-        "gluon",
-        "2026-11-28-h200-cluster-fusion",
-        "2048x65536 246.6 vs 3937.0 us",
-        plan="ctas=2,chunk=2048,warps=8",
-        row_inputs=2,
-        column_sums=1,
-    ),
-    Rule(
-        "mix-order",
-        65536,
-        131072,
-        "gluon",
-        "2026-11-28-h200-cluster-fusion",
-        "4096x32768 335.1 vs 3738.7 us; 8192x32768 644.3 vs 7841.1 us",
-        plan="ctas=2,chunk=2048,warps=8",
-        row_inputs=2,
-        column_sums=2,
-    ),
-    Rule(
-        "mix-order",
-        131072,
-        262144,
-        "gluon",
-        "2026-11-28-h200-cluster-fusion",
-        "2048x65536 425.8 vs 4495.1 us",
-        plan="ctas=8,chunk=1024,warps=8,bands=33",
-        row_inputs=2,
-        column_sums=2,
-    ),
-    Rule(
-        "mix-order",
-        131072,
-        262144,
-        "gluon",
-        "2026-11-28-h200-cluster-fusion",
-        "2048x65536 378.9 vs 5147.6 us",
-        plan="ctas=8,chunk=1024,warps=8,bands=33",
+        "4096x16384 151.6 vs 218.9 us; 8192x16384 282.1 vs 422.4 us",
         row_inputs=3,
     ),
     Rule(
@@ -2443,16 +2466,17 @@ class MixOrderFusion:
 # stock's unfused kernels at rows of 32768, its rules the ring's there. Ahead of those, the ranges
 # of the banded kernel's cluster form (`band-cluster`: each row split across a cluster of CTAs,
 # the column sums of a row past one CTA's registers), measured autotuned in place, the rules from
-# the same runs: on the H100 (2026-11-28-h100-cluster-bands: its band counts those of clusters
-# that run at once, `Target.clusters_at_once`) LayerNorm's two column sums at rows of 32768
-# (2.00x stock's unfused kernels) and every op at rows of 65536 (1.89-2.08x), both with up to two
-# sums and two whole rows read; on the H200 (2026-11-28-h200-cluster-fusion) LayerNorm at rows of
-# 32768 (57.2-59.7% of a copy, 1.49x stock; its unfused kernels, tilec's dx and stock's column
-# sums, 48.9-49.0: -h200-cluster-validation, -h200-cluster-slots) — its RMSNorm keeps the ring
-# there (0.234 ms against 0.263 in a cluster), the rules telling the two apart by their column
-# sums (`Rule.column_sums`) — and rows of 65536 with one sum (1.38-1.91x). The H200's LayerNorm
-# at rows of 65536 stays unfused: fused it ran 44-45% of a copy, where its unfused kernels ran 47
-# (-h200-ring-validation).
+# the same runs, their band counts those of clusters that run at once
+# (`Target.clusters_at_once`): on the H100 (2026-11-28-h100-cluster-bands) LayerNorm's two column
+# sums at rows of 32768 (2.00x stock's unfused kernels) and every op at rows of 65536
+# (1.89-2.08x), both with up to two sums and two whole rows read; on the H200
+# (2026-11-28-h200-cluster-bands) the same: LayerNorm at rows of 32768 (70.0-72.9% of a copy,
+# 1.8x stock; its unfused kernels, tilec's dx and stock's column sums, 48.9-49.0:
+# -h200-cluster-validation, -h200-cluster-slots) — its RMSNorm keeps the ring there (0.234 ms
+# against 0.257 in a cluster), the rules telling the two apart by their column sums
+# (`Rule.column_sums`) — and every op at rows of 65536 (1.69-1.96x; LayerNorm's unfused kernels
+# 47.2, and fused in clusters of 8 over 33 bands, one past what runs, 44-45:
+# -h200-ring-validation).
 # Ranges are tried in order. A GPU without an entry fuses what stock fuses.
 MIX_ORDER_FUSIONS: dict[str, tuple[MixOrderFusion, ...]] = {
     H100.name: (
@@ -2507,8 +2531,8 @@ MIX_ORDER_FUSIONS: dict[str, tuple[MixOrderFusion, ...]] = {
             32768,
             32768,
             2,
-            "2026-11-28-h200-cluster-fusion",
-            "layernorm_bwd 4096x32768 57.2 vs 38.4; layernorm_bwd 8192x32768 59.7 vs 39.9",
+            "2026-11-28-h200-cluster-bands",
+            "layernorm_bwd 4096x32768 70.0 vs 38.5; layernorm_bwd 8192x32768 72.9 vs 39.6",
             max_sums=2,
             max_row_inputs=2,
             ring=True,
@@ -2518,9 +2542,10 @@ MIX_ORDER_FUSIONS: dict[str, tuple[MixOrderFusion, ...]] = {
             65536,
             65536,
             2,
-            "2026-11-28-h200-cluster-fusion",
-            "rmsnorm_bwd 2048x65536 78.7 vs 41.3; add_rmsnorm_bwd 2048x65536 67.4 vs 48.9",
-            max_sums=1,
+            "2026-11-28-h200-cluster-bands",
+            "rmsnorm_bwd 2048x65536 80.2 vs 41.0; layernorm_bwd 2048x65536 71.0 vs 38.3; add_rmsnorm_bwd 2048x65536 "
+            "82.8 vs 49.0",
+            max_sums=2,
             max_row_inputs=2,
             ring=True,
         ),
