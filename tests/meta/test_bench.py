@@ -579,3 +579,24 @@ def test_the_model_rules_script_runs_valid_bench_commands(bench) -> None:
         assert parsed.dynamic == (part == "dynamic") and parsed.size == ("small" if part == "small" else "default")
         assert set(parsed.families.split(",")) <= {"llama", "gpt2", "gemma"}
     assert 'bench/rules.py --kernels "$OUT"' in text
+
+
+def test_the_rules_tool_takes_the_fastest_plan_no_slower_than_stock() -> None:
+    """Where a candidate beats stock by the margin at every shape of a row size, tilec is taken
+    and the plan is the fastest over the shapes of those no slower than stock at any: one that
+    ties stock at a shape and wins by most at another beats one that clears the margin everywhere
+    by less (the H200's RMSNorm rows of 16384, bench/results/2026-11-27-h200-chain-sums); one
+    slower than stock at a shape is never taken; with no candidate clearing the margin
+    everywhere, stock."""
+    rules = load("rules")
+
+    def shape(m: int, ms: dict[str, float]) -> Any:
+        return rules.Shape(m, 16384, ms, {k: 100.0 for k in ms})
+
+    margin, tie, wide, slower = "triton{num_warps=32}", "triton{rblock=4096}", "triton{num_warps=8}", "gluon"
+    few = shape(4096, {"compile": 1.047, margin: 1.020, tie: 1.000, slower: 0.900})
+    many = shape(16384, {"compile": 1.000, margin: 0.990, tie: 0.995, slower: 1.020, wide: 0.980})
+    assert rules.chosen([few, many], 0.01) == tie  # `wide` was not measured at both
+    assert rules.chosen([many], 0.01) == wide
+    without = shape(16384, {"compile": 1.000, margin: 0.995, tie: 0.995, slower: 1.020})
+    assert rules.chosen([few, without], 0.01) is None
