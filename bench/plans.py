@@ -177,7 +177,7 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
     # rows of 8192 and 16384 split across clusters of 2 and 4 CTAs, the exchange pushed: a row's
     # work in smaller pieces, twice or four times the programs, for GPUs where few rows leave SMs
     # idle. On the H200 (bench/results/2026-11-28-h200-mid-clusters) LayerNorm lost 17-23 points of
-    # a copy so, softmax tied its one-tile plans
+    # a copy that way and softmax tied its one-tile plans
     if n in (8192, 16384):
         for ctas in (2, 4):
             for w in (4, 8):
