@@ -403,3 +403,38 @@ def test_a_size_passed_divided_reaches_every_bound_launch_divided(monkeypatch) -
         torch.testing.assert_close(y[:n], x[:n] * s)
         assert not y[n:].any()
     assert seen == [(8, 32, 2), (16, 64, 5), (1, 1, 7)]
+
+
+@pytest.mark.parametrize("which", ["launch_enter_hook", "launch_exit_hook"])
+def test_a_launch_hook_sends_bound_launches_back_to_triton(monkeypatch, which: str) -> None:
+    """While a Triton launch hook is set (a profiler's), a bound kernel leaves the launch to
+    Triton's path, which calls the hooks; once it is removed the bound launch resumes. (Triton's
+    runtime knobs are looked up once and read at every launch: a hook added later is seen.)"""
+    from triton import knobs
+
+    import tilec.runtime.launch as launch
+
+    monkeypatch.setattr(launch, "_current_device", lambda: 0)
+    bound: list[int] = []
+
+    class CLaunch:  # a C function: no `__code__`
+        def __call__(self, *a: Any) -> None:
+            bound.append(1)
+
+    x = torch.randn(4, 64)
+    b = launch._Bound.make("primary", compiled(CLaunch()), (4,), (x, 64), (x,), 0, ())
+    assert b is not None and not launch.knobs_hooked()
+    assert b.launch((x,), 7) and bound == [1]
+    chain = getattr(knobs.runtime, which)
+
+    def hook(*a: Any) -> None:
+        pass
+
+    chain.add(hook)
+    try:
+        assert launch.knobs_hooked()
+        assert not b.launch((x,), 7) and bound == [1]
+    finally:
+        chain.remove(hook)
+    assert not launch.knobs_hooked()
+    assert b.launch((x,), 7) and bound == [1, 1]

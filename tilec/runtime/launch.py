@@ -476,13 +476,26 @@ def _sizes(prepare: Any, variant: Variant, args: tuple[Any, ...], kwargs: dict[s
 
 def knobs_hooked() -> bool:
     """Whether a Triton launch hook is set (a profiler's): such launches keep Triton's path.
-    (Triton 3.6 keeps its hooks as chains, empty unless something added a hook.)"""
+    (Triton 3.6 keeps its hooks as chains, empty unless something added a hook.) Called at every
+    bound launch: Triton's runtime knobs (one object, which Triton changes in place) are looked up
+    once, not imported every call."""
+    runtime = _RUNTIME_KNOBS if _RUNTIME_KNOBS is not None else _runtime_knobs()
+    return _hook_active(runtime.launch_enter_hook) or _hook_active(runtime.launch_exit_hook)
+
+
+_RUNTIME_KNOBS: Any = None
+
+
+def _runtime_knobs() -> Any:
+    global _RUNTIME_KNOBS
     from triton import knobs
 
-    def active(hook: Any) -> bool:
-        return hook is not None and bool(getattr(hook, "calls", True))
+    _RUNTIME_KNOBS = knobs.runtime
+    return _RUNTIME_KNOBS
 
-    return active(knobs.runtime.launch_enter_hook) or active(knobs.runtime.launch_exit_hook)
+
+def _hook_active(hook: Any) -> bool:
+    return hook is not None and bool(getattr(hook, "calls", True))
 
 
 def _c_launcher(launch: Any) -> tuple[Any, Any]:
@@ -508,10 +521,20 @@ def _rebind(template: Any, tensor: Any) -> Any:
 
 
 def _current_device() -> int:
+    """torch.cuda.current_device(), by the function it ends in (found once: called at every bound
+    launch)."""
+    return int((_GET_DEVICE or _device_getter())())
+
+
+_GET_DEVICE: Callable[[], int] | None = None
+
+
+def _device_getter() -> Callable[[], int]:
+    global _GET_DEVICE
     import torch
 
-    get = getattr(torch._C, "_cuda_getDevice", None)  # what torch.cuda.current_device() ends in
-    return int(get()) if get is not None else torch.cuda.current_device()
+    _GET_DEVICE = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+    return _GET_DEVICE
 
 
 def _current_stream(index: int) -> int:
