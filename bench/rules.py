@@ -131,8 +131,7 @@ def chosen(measured: list[Shape], margin: float | Callable[[Shape], float]) -> s
     99.7; bench/results/2026-11-27-h200-chain-sums)."""
     need = margin if callable(margin) else (lambda _: margin)
     keys = [k for k in measured[0].candidates() if all(k in s.ms for s in measured)]  # in the order measured
-    winners = [k for k in keys if all(s.ms[k] <= (1 - need(s)) * s.ms["compile"] for s in measured)]
-    if not winners:
+    if not any(all(s.ms[k] <= (1 - need(s)) * s.ms["compile"] for s in measured) for k in keys):
         return None
     fair = [k for k in keys if all(s.ms[k] <= s.ms["compile"] for s in measured)]
     return max(fair, key=lambda k: sum(math.log(s.ms["compile"] / s.ms[k]) for s in measured))

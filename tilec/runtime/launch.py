@@ -33,6 +33,7 @@ On the CPU (`device="cpu"`) the variant is plain Triton run by Triton's interpre
 
 from __future__ import annotations
 
+import functools
 import logging
 import weakref
 from collections.abc import Callable
@@ -479,19 +480,15 @@ def knobs_hooked() -> bool:
     (Triton 3.6 keeps its hooks as chains, empty unless something added a hook.) Called at every
     bound launch: Triton's runtime knobs (one object, which Triton changes in place) are looked up
     once, not imported every call."""
-    runtime = _RUNTIME_KNOBS if _RUNTIME_KNOBS is not None else _runtime_knobs()
+    runtime = _runtime_knobs()
     return _hook_active(runtime.launch_enter_hook) or _hook_active(runtime.launch_exit_hook)
 
 
-_RUNTIME_KNOBS: Any = None
-
-
+@functools.cache
 def _runtime_knobs() -> Any:
-    global _RUNTIME_KNOBS
     from triton import knobs
 
-    _RUNTIME_KNOBS = knobs.runtime
-    return _RUNTIME_KNOBS
+    return knobs.runtime
 
 
 def _hook_active(hook: Any) -> bool:
@@ -523,18 +520,14 @@ def _rebind(template: Any, tensor: Any) -> Any:
 def _current_device() -> int:
     """torch.cuda.current_device(), by the function it ends in (found once: called at every bound
     launch)."""
-    return int((_GET_DEVICE or _device_getter())())
+    return int(_device_getter()())
 
 
-_GET_DEVICE: Callable[[], int] | None = None
-
-
+@functools.cache
 def _device_getter() -> Callable[[], int]:
-    global _GET_DEVICE
     import torch
 
-    _GET_DEVICE = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
-    return _GET_DEVICE
+    return getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 
 
 def _current_stream(index: int) -> int:
