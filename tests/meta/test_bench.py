@@ -125,6 +125,31 @@ def test_report_reads_device_time_first(bench, tmp_path: Path) -> None:
     assert "- tilec-gluon: 2.0 s (+0% over compile)" in md
 
 
+def test_end_to_end_times_the_implementations_in_turn(bench, monkeypatch) -> None:
+    """End-to-end timings of a case alternate between the implementations, in reverse every other
+    round (ABBA); each gets the median of its rounds, and one failing is left out of the rest."""
+    calls: list[str] = []
+    times = {"copy": [4.0, 1.0, 2.0, 3.0], "compile": [9.0, 5.0, 6.0, 7.0], "tilec": [8.0, 6.0, 6.0, 6.0]}
+
+    def fake_bench_ms(call) -> float:
+        name = call()
+        calls.append(name)
+        if name == "liger":
+            raise RuntimeError("out of resources")
+        return times[name][sum(c == name for c in calls) - 1]
+
+    monkeypatch.setattr(bench, "bench_ms", fake_bench_ms)
+    rows = [bench.Result("rmsnorm", 8, 8, "bf16", impl, True) for impl in ("copy", "tilec", "compile", "liger")]
+    failed = bench.Result("rmsnorm", 8, 8, "bf16", "eager", False)
+    timed = [(r, lambda name=r.impl: name) for r in [*rows, failed]]
+    logged: list[str] = []
+    bench.end_to_end(timed, logged.append)
+    assert calls[:4] == ["copy", "tilec", "compile", "liger"]  # the failed build is never timed
+    assert calls[4:] == ["compile", "tilec", "copy", "copy", "tilec", "compile", "compile", "tilec", "copy"]
+    assert [r.ms for r in rows] == [2.5, 6.0, 6.5, None]
+    assert not rows[3].ok and "out of resources" in rows[3].error and any("liger" in line for line in logged)
+
+
 def test_bad_arguments(bench, capsys) -> None:
     assert bench.main(["--ops", "conv"]) == 2
     assert "unknown op" in capsys.readouterr().err
