@@ -20,8 +20,8 @@ write of the gradient). Liger's cross-entropy writes the gradient over its input
 forward; it runs on a copy of the logits of its own, made once.
 
 On a GPU, in one process, per (op, shape, dtype) and implementation: compile (torch.compile with
-`dynamic=False`; Dynamo reset and Inductor's FX-graph cache off, so every compile is a real one and
-its time is measured), run once on fresh random inputs and check every output against a float32
+`dynamic=False`; each implementation from a function of its own, Inductor's FX-graph cache off, so
+every compile is a real one and its time is measured), run once on fresh random inputs and check every output against a float32
 reference, then time it three ways:
 
 - end to end: `triton.testing.do_bench` (median, L2 flushed between runs) of the whole call, host
@@ -315,9 +315,18 @@ class Built:
     report: list[dict[str, Any]] = field(default_factory=list)  # tilec's kernels (`models.kernel_rows`)
 
 
+def own_code(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` with a code object of its own. Dynamo keeps what it compiled on the code object it
+    compiled, so two implementations compiled from one function share a cache: the later compile
+    runs for both (a case's implementations are all held and timed in turn, `end_to_end`)."""
+    import types
+
+    return types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
 def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str | None, warm: bool = False) -> Built:
-    """torch.compile of the op, compiled by its first call (timed). `warm`: compile it once more,
-    after a Dynamo reset, and time that too: Triton's kernel caches are then warm for stock and
+    """torch.compile of the op (a function of its own, `own_code`), compiled by its first call
+    (timed). `warm`: compile it once more, and time that too: Triton's kernel caches are then warm for stock and
     tilec alike (tilec's own memo of pipeline results is cleared), so the difference is the work
     tilec adds to Inductor's (lowering, passes, emitting), not which implementation met a cold
     cache first."""
@@ -330,11 +339,10 @@ def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str |
 
         first = _compiled(op, inputs, mode, tilec_emitter)
         build._built.clear()
-        again = _compiled(op, inputs, mode, tilec_emitter)  # its function is the one Dynamo now holds
+        again = _compiled(op, inputs, mode, tilec_emitter)
         return Built(again.fn, first.compile_s, first.note, again.compile_s, first.report)
-    torch.compiler.reset()
     tilec.reset_report()
-    fn = FUNCTIONS[BACKWARD.get(op, TRAIN.get(op, op))]
+    fn = own_code(FUNCTIONS[BACKWARD.get(op, TRAIN.get(op, op))])
     # "auto": the product's defaults (the chooser picks the emitter per kernel and declines where
     # stock measured faster); "autotune": the same with the autotuner timing the candidates and
     # stock; "gluon"/"triton": every kernel tilec can take, by that emitter
@@ -555,6 +563,7 @@ def run_case(op: str, m: int, n: int, dtype_name: str, impls: list[str], log: Ca
     ref = reference(op, inputs)
     timed: list[tuple[Result, Callable[[], Any]]] = [(copy, copy_call)]
     held: list[Built] = []  # every implementation's compiled function, alive until its last call
+    torch.compiler.reset()
     for impl in impls:
         if impl == "copy":
             continue
@@ -606,6 +615,7 @@ def run_case(op: str, m: int, n: int, dtype_name: str, impls: list[str], log: Ca
             f"host {r.host_us:5.0f} us | compile {r.compile_s or 0:.1f} s  {r.note}"
         )
     held.clear()
+    torch.compiler.reset()
     torch.cuda.empty_cache()
     log(f"  ({time.perf_counter() - case_start:.0f} s)")
     return results
@@ -756,7 +766,7 @@ def markdown(results: list[Result], env: dict[str, str], impls: list[str]) -> st
             warm[r.impl] = warm.get(r.impl, 0.0) + r.compile_warm_s
     if warm.get("compile") and warm.get("tilec"):
         lines += [
-            "Compile time again, Triton's caches warm (Dynamo reset, tilec's memo cleared): the work tilec "
+            "Compile time again, Triton's caches warm (a new function, tilec's memo cleared): the work tilec "
             "adds to Inductor's, all cases:",
             "",
             f"- tilec: {warm['tilec']:.1f} s ({100 * (warm['tilec'] / warm['compile'] - 1):+.0f}% over compile)",

@@ -125,6 +125,39 @@ def test_report_reads_device_time_first(bench, tmp_path: Path) -> None:
     assert "- tilec-gluon: 2.0 s (+0% over compile)" in md
 
 
+def test_each_compiled_implementation_keeps_its_own_compiled_code(bench) -> None:
+    """tilec and stock compile the same op through one backend (tilec's hook decides by its settings
+    at compile time). Dynamo keeps compiled code on the function's code object: from one function
+    the second compile would find the first's code, and, both held for `end_to_end`, run it for
+    both. Each implementation is compiled from a function of its own (`own_code`)."""
+    import torch
+
+    settings = {"side": ""}
+    calls: list[str] = []
+
+    def backend(gm, example_inputs):
+        side = settings["side"]
+
+        def run(*args):
+            calls.append(side)
+            return gm(*args)
+
+        return run
+
+    x = torch.randn(4, 8)
+    compiled = {}
+    torch.compiler.reset()
+    for side in ("tilec", "stock"):
+        settings["side"] = side
+        compiled[side] = torch.compile(bench.own_code(bench.FUNCTIONS["softmax"]), backend=backend, dynamic=False)
+        compiled[side](x)
+    calls.clear()
+    for side in ("tilec", "stock", "tilec"):
+        torch.testing.assert_close(compiled[side](x), torch.softmax(x, -1))
+    assert calls == ["tilec", "stock", "tilec"]
+    torch.compiler.reset()
+
+
 def test_end_to_end_times_the_implementations_in_turn(bench, monkeypatch) -> None:
     """End-to-end timings of a case alternate between the implementations, in reverse every other
     round (ABBA); each gets the median of its rounds, and one failing is left out of the rest."""
