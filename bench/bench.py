@@ -39,8 +39,8 @@ Bandwidth counts model bytes: inputs and weights read once, outputs written once
 each shape is a device-to-device copy of the same MxN, timed the same ways.
 
 Writes to --out: results.md (GB/s and % of the copy, one table per dtype; the end-to-end and host
-figures follow), results.jsonl (one record per measurement) and results.png (device % of the copy
-per shape, a line per implementation).
+figures follow), results.jsonl (one record per measurement, each round's end-to-end time with it)
+and results.png (device % of the copy per shape, a line per implementation).
 """
 
 from __future__ import annotations
@@ -471,6 +471,8 @@ class Result:
     device_pct: float | None = None
     host_us: float | None = None
     report: list[dict[str, Any]] = field(default_factory=list)  # tilec's kernels (`models.kernel_rows`)
+    # the end-to-end milliseconds of each round (`end_to_end`), in order; `ms` is their median
+    end_to_end_rounds: list[float] = field(default_factory=list)
 
 
 def bench_ms(fn: Callable[[], Any]) -> float:
@@ -645,6 +647,7 @@ def end_to_end(timed: list[tuple[Result, Callable[[], Any]]], log: Callable[[str
     for r, _ in timed:
         if samples[id(r)] and (r.ok or r.impl == "copy"):
             r.ms = statistics.median(samples[id(r)])
+            r.end_to_end_rounds = [round(t, 5) for t in samples[id(r)]]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -180,6 +180,7 @@ def test_end_to_end_times_the_implementations_in_turn(bench, monkeypatch) -> Non
     assert calls[:4] == ["copy", "tilec", "compile", "liger"]  # the failed build is never timed
     assert calls[4:] == ["compile", "tilec", "copy", "copy", "tilec", "compile", "compile", "tilec", "copy"]
     assert [r.ms for r in rows] == [2.5, 6.0, 6.5, None]
+    assert rows[2].end_to_end_rounds == [9.0, 5.0, 6.0, 7.0] and not rows[3].end_to_end_rounds
     assert not rows[3].ok and "out of resources" in rows[3].error and any("liger" in line for line in logged)
 
 
