@@ -128,6 +128,26 @@ def test_the_chooser_declines_where_stock_measured_faster(codegen: Callable[...,
         assert rec.taken and rec.emitter == "triton"
 
 
+def test_a_graph_tilec_declines_runs_stocks_wrapper_unchanged(codegen: Callable[..., str]) -> None:
+    """Where tilec declines every kernel, the wrapper is stock's line for line but for its report
+    of the decision, one call at module level (run when the module loads, not at every call) and
+    the graph's id: a declined graph costs the host nothing per call."""
+    inputs = (bf16(64, 1000), bf16(1000), bf16(1000))
+    with tilec.config.patch(decline=True):
+        declined = codegen(layernorm.forward, *inputs)
+    with tilec.config.patch(enabled=False):
+        stock = codegen(layernorm.forward, *inputs)
+
+    def body(code: str) -> list[str]:
+        lines = code.splitlines()
+        report = [i for i, line in enumerate(lines) if "tilec.inductor.report" in line]
+        assert len(report) == 1 and not lines[report[0]].startswith(" "), report  # module level
+        return [line for i, line in enumerate(lines) if i != report[0] and not line.startswith("# AOT ID")]
+
+    assert "stock Inductor measured faster" in declined and "tilec.runtime.launch" not in declined
+    assert body(declined) == body(stock)
+
+
 def test_identical_kernels_are_defined_once(codegen: Callable[..., str]) -> None:
     def two_layers(x: torch.Tensor, m: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         h = rmsnorm.forward(x, w) @ m  # the matmul keeps the norms apart
