@@ -11,7 +11,8 @@ A GPU's table (`chooser.TABLES`) is `bench/rules.py` on its runs, in the order
 tests/passes/test_chooser.py checks the committed table is exactly that. This script writes it:
 each run's block of `Rule(...)` entries in the table is replaced by what the run derives now
 (the comments above a block are kept); `--insert` adds a run to the GPU's list (first, or after
-`--after`) and its block to the table, under `--comment` (lines of text, each becoming a `#` line).
+`--after`) and its block to the table, under `--comment` (lines of text, each becoming a `#` line;
+one `--comment` may hold several lines).
 Run `ruff format tilec/passes/chooser.py` after it (the rules are written one a line).
 """
 
@@ -101,7 +102,10 @@ def rewrite(
         edits.append((where[0][0], where[-1][1], "".join(f"    {s}\n" for s in derived[run])))
     if new is not None:
         run, after, comment = new
-        text = "".join(f"    # {c}\n" for c in comment) + "".join(f"    {s}\n" for s in derived[run])
+        lines_of = [line.strip() for c in comment for line in c.splitlines()]  # a --comment may hold several
+        text = "".join(f"    # {c}\n" if c else "    #\n" for c in lines_of) + "".join(
+            f"    {s}\n" for s in derived[run]
+        )
         if after is None:
             edits.append((node.value.lineno + 1, node.value.lineno, text))  # before the table's first line
         else:

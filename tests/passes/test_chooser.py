@@ -800,7 +800,8 @@ def test_each_gpus_table_is_what_the_tool_derives(gpu: str) -> None:
 
 def test_the_tables_script_writes_a_run_into_its_gpus_table(tmp_path: Path) -> None:
     """bench/tables.py: the H100's table with its first run taken out, then inserted again at the
-    head under a comment, is the committed table; written over unchanged, it is the same table."""
+    head under a comment (of several lines), is the committed table; written over unchanged, it is
+    the same table."""
     import importlib.util
     import sys
 
@@ -824,8 +825,8 @@ def test_the_tables_script_writes_a_run_into_its_gpus_table(tmp_path: Path) -> N
     first = blocks[0][0]
     without = tables.rewrite(source, "RULES", [*blocks[1:], (first, [])], None)
     assert all(r.run != first for r in rules_of(without))  # (its name stays in MIX_ORDER_FUSIONS)
-    again = tables.rewrite(without, "RULES", blocks, (first, None, ["the first run, again"]))
-    assert "    # the first run, again\n" in again
+    again = tables.rewrite(without, "RULES", blocks, (first, None, ["the first run,\nagain", "and more"]))
+    assert "    # the first run,\n    # again\n    # and more\n" in again  # each line of a comment a `#` line
     assert rules_of(again) == TABLES["NVIDIA H100 80GB HBM3"]
 
 
