@@ -20,9 +20,9 @@ write of the gradient). Liger's cross-entropy writes the gradient over its input
 forward; it runs on a copy of the logits of its own, made once.
 
 On a GPU, in one process, per (op, shape, dtype) and implementation: compile (torch.compile with
-`dynamic=False`; each implementation from a function of its own, Inductor's FX-graph cache off, so
-every compile is a real one and its time is measured), run once on fresh random inputs and check every output against a float32
-reference, then time it three ways:
+`dynamic=False`; each implementation from a function of its own, Inductor's FX-graph cache off,
+so every compile is a real one and its time is measured), run once on fresh random inputs and
+check every output against a float32 reference, then time it three ways:
 
 - end to end: `triton.testing.do_bench` (median, L2 flushed between runs) of the whole call, host
   included. Where the host's time per call (Dynamo's guards, the wrapper, the launch: 50-100 us
@@ -326,10 +326,10 @@ def own_code(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _compiled(op: str, inputs: list[Any], mode: str | None, tilec_emitter: str | None, warm: bool = False) -> Built:
     """torch.compile of the op (a function of its own, `own_code`), compiled by its first call
-    (timed). `warm`: compile it once more, and time that too: Triton's kernel caches are then warm for stock and
-    tilec alike (tilec's own memo of pipeline results is cleared), so the difference is the work
-    tilec adds to Inductor's (lowering, passes, emitting), not which implementation met a cold
-    cache first."""
+    (timed). `warm`: compile it once more, and time that too: Triton's kernel caches are then warm
+    for stock and tilec alike (tilec's own memo of pipeline results is cleared), so the difference
+    is the work tilec adds to Inductor's (lowering, passes, emitting), not which implementation met
+    a cold cache first."""
     import torch
 
     import tilec
