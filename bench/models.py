@@ -32,6 +32,8 @@ declined (with the reasons' counts; models.jsonl lists every kernel with its emi
 its signature and, with `--autotune`, the autotuner's timings: `bench/rules.py --kernels` derives
 the table's rules for the models' kernels from them), and each side's error against an fp32 eager run of the same weights — inference: the
 logits; training: the first step's gradients (relative norm error).
+In the `-ro` modes each row also counts, per side, the graphs CUDA-graph trees declined to
+capture while it compiled (`cudagraph_skips`), and the table says which rows had any.
 
 `--autotune` has tilec's autotuner decide instead of the chooser's rules: at compile time it
 times each kernel tilec can take against stock Inductor's and keeps the faster (docs/hook.md).
@@ -307,12 +309,15 @@ def run_row(
             torch.manual_seed(1234)
             step(side, measure=True, update=False)
         errors["tilec"] = relative_error(first["tilec"], first["stock"])
+    skips: dict[str, int] = {}  # CUDA-graph trees' skips while each side compiled (reduce-overhead)
     for side in order:
+        before = cudagraph_skips()
         step(side, measure=not against_stock)  # the first step: compiles, and is compared with the reference
         if device != "cpu":
             for _ in range(2):  # the backward's compile, CUDA-graph warm-up and recording
                 step(side)
             torch.cuda.synchronize()
+        skips[side] = cudagraph_skips() - before
     compile_s = time.perf_counter() - start
     records = tilec.report()
     declined = Counter(r.reason.split(":")[0].split(" (")[0] for r in records if not r.taken and r.reason)
@@ -334,6 +339,7 @@ def run_row(
         "error_tilec": errors.get("tilec"),
         "error_stock": errors.get("stock"),
         "within_stock_error": within(errors.get("tilec"), errors.get("stock")),
+        "cudagraph_skips": skips if compile_mode else None,
         "compile_s": compile_s,
     }
     if device != "cpu":
@@ -366,6 +372,14 @@ def run_row(
     if device != "cpu":
         torch.cuda.empty_cache()
     return row
+
+
+def cudagraph_skips() -> int:
+    """How many graphs CUDA-graph trees have declined to capture in this process (Inductor's own
+    counter; the reason goes to the `cudagraphs` log, off unless TORCH_LOGS asks for it)."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["inductor"]["cudagraph_skips"])
 
 
 def _f(x: float | None, spec: str = ".3f") -> str:
@@ -445,6 +459,21 @@ def markdown(
         devices = [d for d in map(device_ratio, rows) if d is not None]
         if devices:
             lines += [f"Geomean of device time, stock/tilec: {statistics.geometric_mean(devices):.3f}x."]
+        skipped = [r for r in rows if any((r.get("cudagraph_skips") or {}).values())]
+        if skipped:
+            lines += [
+                "",
+                "CUDA graphs not captured (`-ro` rows whose graphs CUDA-graph trees declined, each side's count; "
+                "run with TORCH_LOGS=cudagraphs for the reasons): "
+                + "; ".join(
+                    f"{r['family']} {r['mode']}: tilec {r['cudagraph_skips'].get('tilec', 0)}, "
+                    f"stock {r['cudagraph_skips'].get('stock', 0)}"
+                    for r in skipped
+                )
+                + ".",
+            ]
+        elif any(r.get("cudagraph_skips") is not None for r in rows):
+            lines += ["", "CUDA graphs: every graph of the `-ro` rows was captured on both sides."]
         if control:
             lines += [
                 "",

@@ -512,6 +512,36 @@ def test_the_model_table_gives_device_time_beside_wall_time() -> None:
     )
 
 
+def test_the_model_table_says_where_cuda_graphs_were_not_captured() -> None:
+    """`-ro` rows carry each side's count of graphs CUDA-graph trees declined while it compiled
+    (Inductor's counter); the table names the rows with any, or says every graph was captured."""
+    models = load("models")
+    captured = {
+        **_model_row("llama", 2.0, 2.0, 1.0, 1.0),
+        "mode": "infer-ro",
+        "cudagraph_skips": {"tilec": 0, "stock": 0},
+    }
+    skipped = {
+        **_model_row("gpt2", 2.0, 2.0, 1.0, 1.0),
+        "mode": "infer-ro",
+        "cudagraph_skips": {"tilec": 1, "stock": 1},
+    }
+    plain = _model_row("gemma", 2.0, 2.0, 1.0, 1.0)  # no CUDA graphs asked for: no count
+    text = models.markdown([captured, skipped, plain], MODEL_ENV, "default", "cuda", 10)
+    (line,) = [line for line in text.splitlines() if line.startswith("CUDA graphs not captured")]
+    assert line.endswith("run with TORCH_LOGS=cudagraphs for the reasons): gpt2 infer-ro: tilec 1, stock 1."), line
+    assert "every graph of the `-ro` rows was captured" in models.markdown(
+        [captured, plain], MODEL_ENV, "default", "cuda", 10
+    )
+    assert "CUDA graph" not in models.markdown([plain], MODEL_ENV, "default", "cuda", 10)
+    before = models.cudagraph_skips()
+    from torch._dynamo.utils import counters
+
+    counters["inductor"]["cudagraph_skips"] += 2
+    assert models.cudagraph_skips() == before + 2
+    counters["inductor"]["cudagraph_skips"] -= 2
+
+
 @pytest.mark.parametrize(
     ("family", "vocab", "expected"), [("llama", None, 512), ("gpt2", None, 512), ("gpt2", 300, 300)]
 )
