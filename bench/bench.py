@@ -549,6 +549,11 @@ def check(op: str, out: Any, ref: Any, dtype: Any) -> None:
         assert_close(o, r, dtype, what=f"{op} output {i}")
 
 
+def error_line(e: BaseException) -> str:
+    """An implementation's failure as a result records it: the exception's type and first line."""
+    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
+
+
 def run_case(op: str, m: int, n: int, dtype_name: str, impls: list[str], log: Callable[[str], None]) -> list[Result]:
     """Every implementation of one op, shape and dtype: built and checked one after another, each
     timed on the device and the host alone, then end to end in turn (`end_to_end`)."""
@@ -595,7 +600,7 @@ def run_case(op: str, m: int, n: int, dtype_name: str, impls: list[str], log: Ca
             r.error = str(e)
             log(f"  {impl:13s} unavailable: {e}")
         except Exception as e:  # a failing implementation is a result, not the end of the run
-            r.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
+            r.error = error_line(e)
             log(f"  {impl:13s} FAILED: {r.error}")
             log(traceback.format_exc(limit=4))
         results.append(r)
@@ -636,16 +641,16 @@ def end_to_end(timed: list[tuple[Result, Callable[[], Any]]], log: Callable[[str
     samples: dict[int, list[float]] = {id(r): [] for r, _ in timed}
     for i in range(E2E_ROUNDS):
         for r, call in timed if i % 2 == 0 else timed[::-1]:
-            if r.impl != "copy" and not r.ok:
+            if not r.ok:  # failed to build, or in a round before
                 continue
             try:
                 samples[id(r)].append(bench_ms(call))
             except Exception as e:
                 r.ok = False
-                r.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
+                r.error = error_line(e)
                 log(f"  {r.impl:13s} FAILED end to end: {r.error}")
     for r, _ in timed:
-        if samples[id(r)] and (r.ok or r.impl == "copy"):
+        if r.ok:
             r.ms = statistics.median(samples[id(r)])
             r.end_to_end_rounds = [round(t, 5) for t in samples[id(r)]]
 

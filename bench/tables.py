@@ -102,10 +102,9 @@ def rewrite(
         edits.append((where[0][0], where[-1][1], "".join(f"    {s}\n" for s in derived[run])))
     if new is not None:
         run, after, comment = new
-        lines_of = [line.strip() for c in comment for line in c.splitlines()]  # a --comment may hold several
-        text = "".join(f"    # {c}\n" if c else "    #\n" for c in lines_of) + "".join(
-            f"    {s}\n" for s in derived[run]
-        )
+        # each line of a comment a `#` line (one --comment may hold several)
+        notes = "".join(f"    # {line}".rstrip() + "\n" for c in comment for line in c.splitlines())
+        text = notes + "".join(f"    {s}\n" for s in derived[run])
         if after is None:
             edits.append((node.value.lineno + 1, node.value.lineno, text))  # before the table's first line
         else:

@@ -503,20 +503,15 @@ def test_rules_name_a_committed_run_that_holds_their_figures(rule: Rule) -> None
     ids=[f"{g.split()[1]}-{r.family}-{r.elem_bytes}B-{r.row_inputs}in-{r.lo}" for g, r in ALL_RULES if r.plan],
 )
 def test_rules_plans_are_options_of_the_pipeline_they_run_in(rule: Rule) -> None:
-    """A rule's plan sets the options of the pipeline the hook runs it in: a banded kernel's cluster
-    plan (`ctas=...`) those of the banded cluster pipeline's `band-cluster`, any other plan those of
-    its emitter's pipeline's `plan` pass. Unknown options fail here, not at a kernel's build."""
-    from tilec import config
-    from tilec.inductor.build import is_cluster_plan
+    """A rule's plan sets the options of the pipeline the hook's build runs it in (`pipeline_for`):
+    a banded kernel's cluster plan (`ctas=...`) those of the banded cluster pipeline's
+    `band-cluster`, any other plan those of its emitter's pipeline's `plan` pass. Unknown options
+    raise here, not at a kernel's build."""
+    from tilec.inductor.build import pipeline_for
     from tilec.passes.manager import parse_pipeline
-    from tilec.passes.pipelines import with_options, with_plan
 
-    if is_cluster_plan(rule.plan):
-        assert rule.family == "mix-order" and rule.action == "gluon", rule
-        written = with_options(config.banded_cluster_pipeline(), "band-cluster", rule.plan)
-    else:
-        written = with_plan(f"{rule.action}-default", rule.plan)
-    assert parse_pipeline(written), written  # raises PipelineError for an option the pass lacks
+    written = pipeline_for(rule.action, rule.action, rule.plan, banded=rule.family == "mix-order")
+    assert parse_pipeline(written), written
 
 
 FUSIONS = [(gpu, f) for gpu, fusions in MIX_ORDER_FUSIONS.items() for f in fusions]

@@ -119,7 +119,6 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuil
     cluster form's options (`is_cluster_plan`) the banded cluster pipeline with them, and has no
     Triton variant: the two would plan different bands, and the wrapper sizes the workspace by one."""
     from tilec.ir import print_kernel
-    from tilec.passes.pipelines import with_options, with_plan
 
     text = print_kernel(lowered.kernel)
     names = [a.param for a in lowered.args] + list(lowered.sizes)
@@ -131,11 +130,8 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuil
     built = _built.get(key)
     if built is None:
 
-        def pipeline_of(kind: str) -> str:  # the plan options apply to the primary emitter only
-            if banded and kind == "gluon" and kind == emitter and is_cluster_plan(plan):
-                return with_options(cfg.banded_cluster_pipeline(), "band-cluster", plan)
-            pipeline = gluon_name if kind == "gluon" else cfg.pipelines[kind]
-            return with_plan(pipeline, plan) if plan and kind == emitter else pipeline
+        def pipeline_of(kind: str) -> str:
+            return pipeline_for(kind, emitter, plan, banded)
 
         if banded and emitter == "gluon":
             gluon, tma = _emitted_gluon(text, names, pipeline_of("gluon"))
@@ -147,6 +143,22 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuil
         _built[key] = built
     primary, fallback, tma = built
     return KernelBuild(lowered, primary, fallback, list(tma), device)
+
+
+def pipeline_for(kind: str, emitter: str, plan: str, banded: bool) -> str:
+    """The pipeline `build` runs for the `kind` variant ("gluon", "triton") of a kernel whose primary
+    emitter is `emitter`: the plan options apply to the primary emitter's only; a banded kernel's
+    Gluon variant runs the banded Gluon pipeline, or with a cluster plan (`is_cluster_plan`) the
+    banded cluster pipeline with it set on `band-cluster`."""
+    from tilec.passes.pipelines import with_options, with_plan
+
+    if banded and kind == "gluon" and kind == emitter and is_cluster_plan(plan):
+        return with_options(cfg.banded_cluster_pipeline(), "band-cluster", plan)
+    if kind == "gluon":
+        pipeline = cfg.banded_gluon_pipeline() if banded else cfg.pipelines["gluon"]
+    else:
+        pipeline = cfg.pipelines[kind]
+    return with_plan(pipeline, plan) if plan and kind == emitter else pipeline
 
 
 def is_cluster_plan(plan: str) -> bool:
