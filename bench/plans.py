@@ -70,9 +70,10 @@ LOOP_BLOCK = 8192
 PIPELINES = {"gluon": "gluon-default", "triton": "triton-default"}
 
 
-def plans(n: int) -> dict[str, tuple[str, str]]:
-    """The plans surveyed for rows of `n` elements: name -> (emitter, plan options). 32 warps only
-    for rows of 8192 and more (a block of fewer than four elements a thread wastes the rest)."""
+def plans(n: int, op: str | None = None) -> dict[str, tuple[str, str]]:
+    """The plans surveyed for rows of `n` elements of `op` (None: every op's): name -> (emitter,
+    plan options). 32 warps only for rows of 8192 and more (a block of fewer than four elements a
+    thread wastes the rest)."""
     if n > LONG_ROW:  # longer than the Triton plan's one tile: a loop over chunks
         found = {"triton": ("triton", "")}
         for w in (32, 16):
@@ -186,6 +187,21 @@ def plans(n: int) -> dict[str, tuple[str, str]]:
                     if n % (ctas * c) == 0 and 1 <= k <= 4 and c >= 8 * 32 * w:
                         options = f"xblock=1,chunk={c},num_warps={w},cluster={ctas},exchange=push"
                         found[f"gluon-cl{ctas}-c{c}-w{w}-push"] = ("gluon", options)
+    # softmax's and LayerNorm's statistics kept per lane through the Triton loop over chunks, each
+    # chunk read again from global memory (`lanes_reread`: softmax-lanes, welford-lanes): a loop of
+    # each lane's maximum (sum), one of its sum of exp (squared deviations), then the output's, with
+    # no reduction across warps inside a loop, the rereads from L1 while the rows in flight fit
+    # there. A probe of the forms on the H200 (`bench/lanes_probe.py`; bench/results/2026-11-28-h200-lanes/probe.log), % of
+    # a copy at 4096x16384: softmax 97.9 in chunks of 2048 over 16 warps (the one-tile plan 95.7),
+    # LayerNorm 96.4 in chunks of 8192 over 16 (stock 93.5)
+    if n in (8192, 16384) and op in (None, "softmax", "layernorm"):
+        for r in (1024, 2048, 4096, 8192):
+            for w in (8, 16):
+                if r < n and 4 <= r // (32 * w) <= 16:
+                    found[f"triton-x1-r{r}-w{w}-lanes"] = (
+                        "triton",
+                        f"xblock=1,rblock={r},num_warps={w},lanes_reread=true",
+                    )
     # the Triton loop over chunks of a row that would fit one tile, as Inductor's max-autotune
     # often picks (its coordinate descent: R0_BLOCK below the row, 16 warps): the row's second
     # read comes from L2
@@ -266,7 +282,7 @@ def run(
                     return 100 * nbytes / ms / 1e6 / copy_gbps
 
                 built: dict[str, Any] = {}  # name -> (kernel, module) or the exception
-                for name, (emitter, plan) in plans(n).items():
+                for name, (emitter, plan) in plans(n, op).items():
                     try:
                         module = parse(text)
                         run_pipeline(module, pipeline(emitter, plan))
@@ -278,7 +294,7 @@ def run(
 
                 compile_all(built, lowered, inputs, jobs)
                 torch.cuda.synchronize()
-                for name, (emitter, plan) in plans(n).items():
+                for name, (emitter, plan) in plans(n, op).items():
                     rec: dict[str, Any] = {
                         "op": op,
                         "m": m,
@@ -371,9 +387,10 @@ def main(argv: list[str] | None = None) -> int:
     ops = args.ops.split(",")
     if args.list:
         dtypes = args.dtype.split(",")
-        for n in sorted({n for op in ops for d in dtypes for _, n in args.shapes or suite_shapes(op, d, args.min_row)}):
-            for name, (emitter, plan) in plans(n).items():
-                print(f"N={n} {name}: {pipeline(emitter, plan)}")
+        for op in ops:
+            for n in sorted({n for d in dtypes for _, n in args.shapes or suite_shapes(op, d, args.min_row)}):
+                for name, (emitter, plan) in plans(n, op).items():
+                    print(f"{op} N={n} {name}: {pipeline(emitter, plan)}")
         return 0
     run(ops, args.dtype.split(","), args.shapes, Path(args.out), args.jobs, args.min_row)
     return 0

@@ -16,7 +16,8 @@ tie goes to stock, whose launch costs less). Neighbouring row sizes with the sam
 one rule, from the smallest row size of the group to the next group's; the first starts at 0 (at
 its own row size for a survey of chosen shapes or long rows, `bench/plans.py --shapes` or
 `--min-row`, listed in a table before the survey of every shape, whose rules then decide the
-rest), the last runs on. Each rule quotes the figures it rests on (device time, % of a same-size
+rest), the last runs on (for a survey of chosen shapes, to the power of two past its longest
+row: the rows it measured, not the longer ones the runs after it decide). Each rule quotes the figures it rests on (device time, % of a same-size
 copy: "MxN tilec vs compile") and names the run, as tests/passes/test_chooser.py checks.
 
 The candidates come from a `tilec bench` run with `tilec-gluon` and/or `tilec-triton` beside
@@ -230,6 +231,8 @@ def derive(
     # a survey of chosen shapes (`bench/plans.py --shapes`) covers the rows from its shortest on:
     # rules before it in a table decide the shorter ones
     partial = any("shapes" in r.get("meta", {}) or "min_row" in r.get("meta", {}) for r in plans)
+    # ... and up to the power of two past its longest row (a survey of long rows runs on)
+    bounded = any("shapes" in r.get("meta", {}) for r in plans)
     for (family, inputs, elem), by_row in sorted(shapes(records, plans).items()):
         taken = [(r.lo, r.hi) for r in _of_group(covered, (family, inputs, elem))]
         groups: list[tuple[int, str, list[tuple[Shape, str | None]]]] = []  # (smallest row bytes, action, shapes)
@@ -244,7 +247,7 @@ def derive(
             else:
                 groups.append((row_bytes, action, [(s, key) for s in measured]))
         for k, (lo, action, shaped) in enumerate(groups):
-            hi = groups[k + 1][0] if k + 1 < len(groups) else END
+            hi = groups[k + 1][0] if k + 1 < len(groups) else (1 << max(by_row).bit_length() if bounded else END)
             figures = "; ".join(s.figures(key) for s, key in shaped)
             for a, b in _cut(0 if k == 0 and not partial else lo, hi, taken):
                 rules.append(Derived(family, inputs, elem, a, b, action, figures))

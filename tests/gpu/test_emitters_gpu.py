@@ -144,3 +144,33 @@ def test_layernorm_statistics_kept_per_lane_equal_eager(cols: int, plan: str, ro
     carried = [r.type for op in kernel.walk() if isinstance(op, ForOp) for r in op.results]
     assert any(isinstance(t, TileType) and t.rank == 2 for t in carried), plan
     ex.check(run_triton(ex, kernel, device="cuda"), f"Triton on the GPU, {plan}")
+
+
+@pytest.mark.parametrize(("name", "cols"), [("softmax", 8192), ("softmax", 16384), ("layernorm", 16384)])
+@pytest.mark.parametrize(
+    "plan",
+    [
+        "xblock=1,rblock=2048,num_warps=16,lanes_reread=true",
+        "xblock=1,rblock=4096,num_warps=8,lanes_reread=true",
+        "xblock=1,rblock=8192,num_warps=16,lanes_reread=true",
+    ],
+)
+@pytest.mark.parametrize("rows", [512, 1027])  # fewer rows: Inductor splits each row's reduction
+@pytest.mark.parametrize("specials", [False, True])
+def test_statistics_read_again_per_lane_equal_eager(name: str, cols: int, plan: str, rows: int, specials: bool) -> None:
+    """A plan's `lanes_reread` through the Triton pipeline (softmax's maximum, then its sum of exp;
+    LayerNorm's sum, then its squared deviations: each loop reading the row's chunks again, no
+    reduction across warps inside): the outputs equal eager's, NaN and infinities included."""
+    from tilec.ir.ops import ForOp, SoftmaxReduceOp, WelfordOp
+    from tilec.passes.pipelines import with_plan
+
+    assume_rows = kernel_count(name, rows, cols) == 1
+    if not assume_rows:
+        pytest.skip("Inductor splits these rows across kernels")
+    ex = example(name, rows, cols, "bf16")
+    if specials:
+        ex = ex.with_specials()
+    kernel = ex.kernel(with_plan("triton-default", plan))
+    in_loops = [o for op in kernel.body.ops if isinstance(op, ForOp) for o in op.walk()]
+    assert not [o for o in in_loops if isinstance(o, (SoftmaxReduceOp, WelfordOp))], plan
+    ex.check(run_triton(ex, kernel, device="cuda"), f"Triton on the GPU, {plan}")

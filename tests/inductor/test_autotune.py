@@ -60,6 +60,30 @@ def test_long_rows_get_their_variants() -> None:
     assert not set(long) & set(forced) and set(cached) <= set(forced)
 
 
+def test_rows_of_8192_and_16384_get_the_loops_that_read_the_row_again() -> None:
+    """Row reductions of 4097-16384 elements get the Triton loops keeping softmax's and LayerNorm's
+    statistics per lane, the chunks read again (`LANES_PLANS`: chunks of 4096 over 8 warps up to
+    8192 elements, of 2048 and of 8192 over 16 above), with or without Hopper; shorter and longer
+    rows, pointwise kernels and a forced Gluon emitter do not."""
+    lanes = {n: [f"triton{{{p}}}" for p in autotune.LANES_PLANS[n]] for n in (8192, 16384)}
+    for n, expected in (
+        (4096, []),
+        (4097, lanes[8192]),
+        (8192, lanes[8192]),
+        (12000, lanes[16384]),
+        (16384, lanes[16384]),
+        (16385, []),
+        (None, []),
+    ):
+        for hopper in (True, False):
+            got = [c for c in candidates(hopper=hopper, forced=None, decline=True, n=n) if "lanes_reread" in c]
+            assert got == expected, (n, hopper)
+    assert not any(
+        "lanes_reread" in c for c in candidates(hopper=True, forced=None, decline=True, reduction=False, n=8192)
+    )
+    assert not any("lanes_reread" in c for c in candidates(hopper=True, forced="gluon", decline=True, n=16384))
+
+
 def test_rows_of_131072_and_more_get_the_cluster_plans_they_split_into() -> None:
     """From rows of 131072, on Hopper, the row split across a cluster in the forms the surveys
     measured best (`CLUSTER_PLANS`), each where the row splits into its CTAs and chunks with at

@@ -390,7 +390,7 @@ def test_surveyed_plans_build_for_every_op() -> None:
     survey = load("plans")
     assert survey.main(["--list"]) == 0
     named = re.compile(
-        r"(gluon|triton)-(?:cl(\d+)-)?(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)(?:-k(\d+))?(?:-(rev|st|rev-st|push))?"
+        r"(gluon|triton)-(?:cl(\d+)-)?(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)(?:-k(\d+))?(?:-(rev|st|rev-st|push|lanes))?"
         r"(?:-reg(\d+))?(?:-pf(\d+))?"
     )
     lengths = {op: (1024, 16384, 32768, 50257, 65536, 131072) for op in survey.OPS}
@@ -427,8 +427,13 @@ def test_surveyed_plans_build_for_every_op() -> None:
                         # the other inputs' reads a chunk ahead where it says so (`-pfD`)
                         assert kernel.attributes.get("prefetch") == (int(found[10]) if found[10] else None), name
                         continue
+                    # softmax's statistics per lane through the loops, each chunk read again (`-lanes`)
+                    lanes = found[8] == "lanes"
+                    assert bool(kernel.attributes.get("lanes_reread")) == lanes, name
+                    if lanes and op == "softmax":
+                        assert not [o for o in kernel.walk() if o.name == "tile.softmax_reduce"], name
                     # the second read turned around (`reverse`), the rows written evict-first (`stream`)
-                    reread = found[8] or ""
+                    reread = "" if lanes else found[8] or ""
                     turned = any(
                         (o.result.name_hint or "").endswith("_rev") for o in kernel.walk() if o.name == "tile.sub"
                     )

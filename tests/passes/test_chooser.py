@@ -356,7 +356,13 @@ def test_a_gpu_without_a_table_gets_no_other_gpus_rules() -> None:
         ("rmsnorm", 1024, "stock", ("triton", "xblock=2,rblock=512,num_warps=4")),
         ("rmsnorm", 2048, ("triton", "xblock=1,num_warps=8"), ("triton", "xblock=1,rblock=1024,num_warps=4")),
         ("softmax", 512, ("triton", "xblock=8,num_warps=8"), ("triton", "xblock=4,num_warps=4")),
-        ("softmax", 16384, ("triton", "xblock=1,num_warps=32"), ("triton", "xblock=1,num_warps=8")),
+        (
+            "softmax",
+            16384,
+            ("triton", "xblock=1,num_warps=32"),
+            ("triton", "xblock=1,rblock=2048,num_warps=16,lanes_reread=true"),
+        ),
+        ("layernorm", 16384, "stock", ("triton", "xblock=1,rblock=8192,num_warps=16,lanes_reread=true")),
     ],
 )
 def test_the_h100_and_the_h200_get_their_own_plans(name: str, cols: int, h100: Any, h200: Any) -> None:
@@ -896,6 +902,24 @@ def test_a_survey_of_the_long_rows_comes_first_and_the_whole_survey_is_cut_aroun
     assert printed == [
         f"Rule('sum', 0, 65536, 'triton', {whole_run!r}, '4096x2048 111.1 vs 100.0', plan='xblock=1,chunk=8192'),"
     ]
+
+
+def test_a_survey_of_chosen_shapes_decides_only_the_rows_it_measured() -> None:
+    """bench/rules.py on a survey of chosen shapes (`bench/plans.py --shapes`) ends its last rule at
+    the power of two past its longest row, so a table may list it before a survey of the long
+    rows (`--min-row`, whose last rule runs on) without its rule reaching rows it never measured."""
+    tool = load("rules")
+
+    def rec(n: int, variant: str, ms: float, plan: str = "") -> dict[str, Any]:
+        r: dict[str, Any] = {"op": "layernorm", "m": 4096, "n": n, "variant": variant, "ms": ms, "pct": 100 / ms}
+        return r | ({"emitter": "triton", "plan": plan} if plan else {})
+
+    chosen = [{"meta": {"gpu": "Test GPU", "shapes": ["4096x8192", "4096x16384"]}}]
+    for n, ms in ((8192, 1.0), (16384, 0.9)):  # rows of 16 and 32 KiB: stock, then the plan
+        chosen += [rec(n, "compile", 1.0), rec(n, "a", ms, "xblock=1,rblock=8192")]
+    (first, second) = tool.derive([], plans=chosen)
+    assert (first.lo, first.hi, first.action) == (16384, 32768, "stock")
+    assert (second.lo, second.hi, second.action) == (32768, 65536, "triton{xblock=1,rblock=8192}")
 
 
 def _model_row(

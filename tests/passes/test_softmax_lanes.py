@@ -1,20 +1,23 @@
 """softmax-lanes: softmax over a row split across a cluster, each CTA's chunks' statistics kept
 per lane, computes what the per-chunk chain computed and what torch computes, in the
 interpreter: rows far from zero, rows holding -inf (a masked logit), rows of -inf only, NaN and
-+inf included."""
++inf included. And through the Triton pipeline's loops with a plan's `lanes_reread` (each chunk
+read again from global memory)."""
 
 from __future__ import annotations
 
 import math
 
+import hypothesis
 import torch
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from profiles import examples
 from test_cluster_rows import clustered
 
+from examples import example, run_interp, run_triton
 from tilec import interp
-from tilec.ir.ops import SoftmaxReduceOp
+from tilec.ir.ops import ForOp, LoadOp, SoftmaxReduceOp
 from tilec.passes.pipelines import with_plan
 
 COLS = 8192
@@ -79,3 +82,50 @@ def test_the_plans_cluster_form_keeps_softmax_statistics_per_lane() -> None:
     assert not [op for op in kernel.walk() if isinstance(op, SoftmaxReduceOp)]
     kinds = sorted(op.attr("kind") for op in kernel.walk() if op.name == "tile.reduce")
     assert kinds == ["max", "sum"], kinds
+
+
+@settings(max_examples=examples(16), deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    rows=st.sampled_from([1, 3]),
+    cols=st.sampled_from([1000, 2048, 3001, 4096]),
+    dtype=st.sampled_from(["bf16", "f32"]),
+    rblock=st.sampled_from([256, 512, 1024]),
+    warps=st.sampled_from([2, 4]),
+    specials=st.booleans(),
+)
+@hypothesis.example(rows=3, cols=4096, dtype="bf16", rblock=1024, warps=4, specials=True)
+@hypothesis.example(
+    rows=3, cols=3001, dtype="bf16", rblock=512, warps=4, specials=False
+)  # misaligned: align-rows' pieces
+def test_a_plans_lanes_reread_equals_eager(
+    rows: int, cols: int, dtype: str, rblock: int, warps: int, specials: bool
+) -> None:
+    """The Triton pipeline with a plan's `lanes_reread` (each loop's chunks read again from global
+    memory for the sums) equals eager in the interpreter, NaN, +inf and -inf included; and it
+    computes what the pipeline computes without the option within rounding."""
+    ex = example("softmax", rows, cols, dtype)
+    if specials:
+        ex = ex.with_specials()
+    plan = f"xblock=1,rblock={rblock},num_warps={warps}"
+    kernel = ex.kernel(with_plan("triton-default", f"{plan},lanes_reread=true"))
+    got = run_interp(ex, kernel)
+    ex.check(got, f"triton-default with {plan},lanes_reread=true")
+    want = run_interp(ex, ex.kernel(with_plan("triton-default", plan)))
+    for name in got:
+        torch.testing.assert_close(got[name].float(), want[name].float(), rtol=1.6e-2, atol=1e-6, equal_nan=True)
+
+
+def test_the_triton_lanes_plan_reads_each_chunk_three_times_with_no_reduction_in_a_loop() -> None:
+    """The plan the H200's rules give softmax rows of 16384 (chunks of 2048 over 16 warps,
+    `lanes_reread`), here over rows of 8192 (Inductor splits a few rows of 16384 across kernels):
+    three loops over the row, none with a reduction inside; one max and one sum reduction a row;
+    the emitted Triton kernel equals eager in Triton's interpreter."""
+    ex = example("softmax", 8, 8192)
+    kernel = ex.kernel(with_plan("triton-default", "xblock=1,rblock=2048,num_warps=16,lanes_reread=true"))
+    loops = [op for op in kernel.body.ops if isinstance(op, ForOp)]
+    assert len(loops) == 3
+    assert not [op for loop in loops for op in loop.walk() if op.name in ("tile.reduce", "tile.softmax_reduce")]
+    kinds = sorted(op.attr("kind") for op in kernel.walk() if op.name == "tile.reduce")
+    assert kinds == ["max", "sum"], kinds
+    assert all(sum(isinstance(op, LoadOp) for op in loop.walk()) == 1 for loop in loops)
+    ex.check(run_triton(ex, kernel), "the emitted Triton kernel")

@@ -30,8 +30,10 @@ def statistics(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tenso
 FUNCTIONS = {"layer_norm": (layer_norm, torch.bfloat16), "statistics": (statistics, torch.float32)}
 
 
-def _pipeline(chunk: int, warps: int, lanes: bool = True) -> str:
-    plan = f"plan{{xblock=1,max_rblock={chunk},chunk={chunk},num_warps={warps}}}"
+def _pipeline(chunk: int, warps: int, lanes: bool = True, reread: bool = False) -> str:
+    """`reread`: the plan's `lanes_reread` (the main loop's statistics in two passes)."""
+    extra = ",lanes_reread=true" if reread else ""
+    plan = f"plan{{xblock=1,max_rblock={chunk},chunk={chunk},num_warps={warps}{extra}}}"
     return f"{plan},align-rows{{narrow=true}},canonicalize,peel,canonicalize{',welford-lanes' if lanes else ''},cse,dce"
 
 
@@ -58,23 +60,31 @@ def _carried_lanes(kernels: list) -> bool:
     cols=st.sampled_from([1024, 1100, 2048, 3001]),
     chunk=st.sampled_from([64, 256]),
     warps=st.sampled_from([2, 4]),
-    offset=st.sampled_from([0.0, 100.0]),
+    offset=st.sampled_from([0.0, 100.0, 1e4]),
+    reread=st.booleans(),
 )
 # rows of 3001 starting off their 16-byte boundaries: a head, the main loop, a masked rest
-@example(name="layer_norm", rows=8, cols=3001, chunk=256, warps=4, offset=100.0)
+@example(name="layer_norm", rows=8, cols=3001, chunk=256, warps=4, offset=100.0, reread=False)
+@example(name="layer_norm", rows=8, cols=3001, chunk=256, warps=4, offset=100.0, reread=True)
 # rows of 1100 in chunks of 64: 17 full chunks, then a partial one (peeled)
-@example(name="statistics", rows=2, cols=1100, chunk=64, warps=2, offset=0.0)
-def test_lanes_equal_eager(name: str, rows: int, cols: int, chunk: int, warps: int, offset: float) -> None:
+@example(name="statistics", rows=2, cols=1100, chunk=64, warps=2, offset=0.0, reread=False)
+# a mean far from zero with a small spread, in two passes
+@example(name="statistics", rows=3, cols=2048, chunk=256, warps=4, offset=1e4, reread=True)
+def test_lanes_equal_eager(
+    name: str, rows: int, cols: int, chunk: int, warps: int, offset: float, reread: bool
+) -> None:
+    """Per lane (or, with the plan's `lanes_reread`, in two loops over the chunks, each reading them
+    again: each lane's sum, the row's mean; each lane's squared deviations from it): eager's."""
     fn, dtype = FUNCTIONS[name]
     inputs = _inputs(rows, cols, offset)
-    got, _, kernels = run_chain(fn, inputs, pipeline=_pipeline(chunk, warps))
+    got, _, kernels = run_chain(fn, inputs, pipeline=_pipeline(chunk, warps, reread=reread))
     assert _carried_lanes(kernels)
     want = fn(*[t.double() for t in inputs])
     assert_close(
         got.double().reshape(want.shape),
         want.double(),
         dtype,
-        what=f"{name} {rows}x{cols} chunk {chunk}, {warps} warps, offset {offset}",
+        what=f"{name} {rows}x{cols} chunk {chunk}, {warps} warps, offset {offset}, reread {reread}",
     )
 
 
@@ -148,3 +158,30 @@ def test_a_chunk_of_more_than_8_elements_a_thread_keeps_its_per_chunk_statistics
         assert _carried_lanes(module.kernels) == lanes, plan
         said = [str(r) for r in remarks if "welford-lanes" in str(r)]
         assert any("more than 8 elements of the chunk a thread" in r for r in said) == (not lanes), said
+
+
+def _welford_loops(kernels: list) -> int:
+    """Loops that still fold Welford statistics."""
+    return sum(
+        1
+        for k in kernels
+        for op in k.walk()
+        if isinstance(op, ForOp) and any(isinstance(o, WelfordOp) for o in op.walk())
+    )
+
+
+def test_two_passes_read_each_chunk_three_times_and_emit() -> None:
+    """The main loop of full chunks becomes a loop of lane sums and one of lane squared deviations
+    (no Welford statistics left in a loop over 2048 columns in chunks of 256 over 4 warps), and
+    the emitted Triton equals eager in Triton's interpreter; a row holding an infinity gives NaN
+    statistics as the per-chunk form does."""
+    inputs = _inputs(4, 2048, 10.0)
+    inputs[0][1, 700] = float("inf")
+    got, _, kernels = run_chain(statistics, inputs, pipeline=_pipeline(256, 4, reread=True), triton=True)
+    assert _welford_loops(kernels) == 0
+    loops = [op for k in kernels for op in k.body.ops if isinstance(op, ForOp)]
+    assert [r.name_hint for loop in loops for r in loop.results] == ["lane_sum", "lane_m2"]
+    want = statistics(*[t.double() for t in inputs])
+    got = got.double().reshape(want.shape)
+    assert got[1].isnan() and not got[[0, 2, 3]].isnan().any()
+    assert_close(got[[0, 2, 3]], want[[0, 2, 3]], torch.float32, what="statistics 4x2048, two passes")

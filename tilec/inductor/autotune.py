@@ -230,6 +230,30 @@ def sized_variants(target: Target | None) -> dict[str, list[str]]:
     return {"gluon": [option], "triton": [option]}
 
 
+# rows of 4097-16384 elements: the Triton loop keeping softmax's and LayerNorm's statistics per lane,
+# each chunk read again from global memory (the plan's `lanes_reread`: softmax-lanes, welford-lanes),
+# in the forms the H200's surveys measured best: softmax rows of 8192 in chunks of 4096 over 8 warps
+# (8192x8192 98.3% of a copy against the best one-tile plan's 97.5), rows of 16384 in chunks of 2048
+# over 16 (4096x16384 97.8 against 95.5), LayerNorm rows of 16384 in chunks of 8192 over 16 (97.2
+# against stock's 93.9; bench/results/2026-11-28-h200-softmax-lanes, -h200-layernorm-lanes). For
+# other row reductions the option changes nothing: their plan is the loop over those chunks
+LANES_PLANS = {
+    8192: ["xblock=1,rblock=4096,num_warps=8,lanes_reread=true"],
+    16384: [
+        "xblock=1,rblock=2048,num_warps=16,lanes_reread=true",
+        "xblock=1,rblock=8192,num_warps=16,lanes_reread=true",
+    ],
+}
+
+
+def lanes_variants(n: int | None) -> dict[str, list[str]]:
+    """The `LANES_PLANS` of rows of `n` elements (those of the power of two at or above n, for rows
+    of 4097-16384)."""
+    if n is None or not 4096 < n <= LONG_ROW:
+        return {}
+    return {"triton": list(LANES_PLANS[8192 if n <= 8192 else 16384])}
+
+
 def long_row_variants(n: int | None) -> dict[str, list[str]]:
     """For rows longer than the Triton plan holds in one tile (16384 elements): one row a program
     in other chunks and warps (`LONG_ROW_PLANS`) than the heuristic plan's (16 warps, chunks of
@@ -261,12 +285,14 @@ def candidates(
 ) -> list[str]:
     """The candidates for a kernel: each emitter tilec may use here with its heuristic plan and, for
     a row reduction (of `n` elements a row, where constant), its plan variants
-    ("gluon{xblock=1,num_warps=4}"), those sized for the `target` GPU's bytes in flight and, for
-    long rows, the whole row in registers; and stock unless decline is off."""
+    ("gluon{xblock=1,num_warps=4}"), those sized for the `target` GPU's bytes in flight, for rows of
+    4097-16384 elements the loops that read the row again for statistics per lane
+    (`lanes_variants`) and, for long rows, the whole row in registers; and stock unless decline is
+    off."""
     emitters = [forced] if forced else (["gluon", "triton"] if hopper else ["triton"])
     variants: dict[str, list[str]] = {}
     if reduction:
-        extra = [sized_variants(target), long_row_variants(n)]
+        extra = [sized_variants(target), lanes_variants(n), long_row_variants(n)]
         variants = {e: [*PLAN_VARIANTS.get(e, []), *(v for x in extra for v in x.get(e, []))] for e in emitters}
     out = [c for e in emitters for c in [e, *(f"{e}{{{v}}}" for v in variants.get(e, []))]]
     return out + ([STOCK] if decline else [])

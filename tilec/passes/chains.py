@@ -8,8 +8,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from tilec.ir.builder import Builder
+from tilec.ir.clone import clone_op
 from tilec.ir.core import Kernel, Launch, Operation, Value, defining_op, replace_uses
-from tilec.ir.ops import CombineOp, ReductionOp
+from tilec.ir.ops import CombineOp, ForOp, ReductionOp
 from tilec.ir.types import TileType
 
 R = TypeVar("R", bound=ReductionOp)
@@ -91,3 +92,24 @@ def lane_elems(chunk: TileType, launch: Launch) -> int | None:
             return None
         elems *= n
     return -(-elems // (32 * (launch.num_warps or 4) * launch.num_ctas))
+
+
+def lane_loop(
+    b: Builder,
+    loop: ForOp,
+    start: Value,
+    ops: list[Operation],
+    chunk: Value,
+    name: str,
+    step: Callable[[Builder, Value, Value, dict[int, Value]], Value],
+) -> Value:
+    """A loop over `loop`'s bounds carrying one chunk-shaped tile from `start`: `ops` of its body
+    cloned (those that give its chunk `chunk`), then the next carried value, `step(b, carried, the
+    chunk, the clones' mapping)`. Its result."""
+    new = b.for_(loop.lower, loop.upper, loop.step, [start], iv_name=loop.induction_var.name_hint, names=[name])
+    mapping: dict[int, Value] = {id(loop.induction_var): new.induction_var}
+    with b.inside(new.body):
+        for op in ops:
+            b.insert(clone_op(op, mapping))
+        b.yield_(step(b, new.iter_args[0], mapping.get(id(chunk), chunk), mapping))
+    return new.results[0]

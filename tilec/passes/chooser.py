@@ -1631,17 +1631,30 @@ H200_RULES: tuple[Rule, ...] = (
         "8192x65536 99.0 vs 68.7",
         plan="xblock=1,chunk=32768,num_warps=32,reverse=true,stream=true",
     ),
-    # first, LayerNorm's rows of 16384 and more from a survey of those rows alone (--ops layernorm
-    # --min-row 16384), its Triton loops and cluster plans keeping their statistics per lane
-    # (welford-lanes) where a thread holds at most 8 elements of a chunk
+    # first, LayerNorm's rows of 8192 and 16384 from a survey of those rows alone (--ops layernorm --shapes
+    # 4096x16384,16384x16384,8192x8192,16384x8192) with the Triton loop's statistics in two passes over
+    # its chunks, each read again from global memory (`lanes_reread`: welford-lanes)
+    Rule(
+        "mean-var",
+        16384,
+        32768,
+        "gluon",
+        "2026-11-28-h200-layernorm-lanes",
+        "8192x8192 95.3 vs 87.9; 16384x8192 98.1 vs 86.3",
+        plan="xblock=1,num_warps=4",
+    ),
     Rule(
         "mean-var",
         32768,
         65536,
-        "stock",
-        "2026-11-27-h200-welford-lanes",
-        "4096x16384 92.9 vs 92.8; 16384x16384 98.4 vs 99.2",
+        "triton",
+        "2026-11-28-h200-layernorm-lanes",
+        "4096x16384 97.2 vs 93.9; 16384x16384 101.1 vs 99.4",
+        plan="xblock=1,rblock=8192,num_warps=16,lanes_reread=true",
     ),
+    # first, LayerNorm's rows of 16384 and more from a survey of those rows alone (--ops layernorm
+    # --min-row 16384), its Triton loops and cluster plans keeping their statistics per lane
+    # (welford-lanes) where a thread holds at most 8 elements of a chunk
     Rule(
         "mean-var",
         65536,
@@ -1659,6 +1672,27 @@ H200_RULES: tuple[Rule, ...] = (
         "2026-11-27-h200-long-rows",
         "4096x32768 92.4 vs 45.9",
         plan="xblock=1,chunk=16384,num_warps=8",
+    ),
+    # first, softmax's rows of 8192 and 16384 from a survey of those rows alone (--ops softmax --shapes
+    # 4096x16384,16384x16384,8192x8192,16384x8192) with the Triton loop keeping its statistics per lane,
+    # each chunk read again from global memory (`lanes_reread`: softmax-lanes)
+    Rule(
+        "softmax",
+        16384,
+        32768,
+        "triton",
+        "2026-11-28-h200-softmax-lanes",
+        "8192x8192 98.3 vs 42.3; 16384x8192 99.9 vs 41.7",
+        plan="xblock=1,rblock=4096,num_warps=8,lanes_reread=true",
+    ),
+    Rule(
+        "softmax",
+        32768,
+        65536,
+        "triton",
+        "2026-11-28-h200-softmax-lanes",
+        "4096x16384 97.8 vs 44.4; 16384x16384 101.7 vs 45.5",
+        plan="xblock=1,rblock=2048,num_warps=16,lanes_reread=true",
     ),
     Rule("mean-var", 0, 4096, "stock", "2026-11-27-h200-survey", "32768x512 94.3 vs 96.7; 65536x1024 99.3 vs 99.1"),
     Rule(
@@ -1678,15 +1712,6 @@ H200_RULES: tuple[Rule, ...] = (
         "2026-11-27-h200-survey",
         "8192x4096 97.3 vs 67.8; 32768x4096 97.8 vs 67.9",
         plan="xblock=2,num_warps=16",
-    ),
-    Rule(
-        "mean-var",
-        16384,
-        32768,
-        "gluon",
-        "2026-11-27-h200-survey",
-        "8192x8192 95.8 vs 87.4; 16384x8192 97.6 vs 85.8",
-        plan="xblock=1,num_warps=4",
     ),
     Rule(
         "mean-var",
@@ -1727,24 +1752,6 @@ H200_RULES: tuple[Rule, ...] = (
         "2026-11-27-h200-survey",
         "8192x4096 96.7 vs 43.4; 32768x4096 96.8 vs 40.8",
         plan="xblock=2,num_warps=8",
-    ),
-    Rule(
-        "softmax",
-        16384,
-        32768,
-        "triton",
-        "2026-11-27-h200-survey",
-        "8192x8192 97.5 vs 42.1; 16384x8192 98.2 vs 41.3",
-        plan="xblock=1,num_warps=16",
-    ),
-    Rule(
-        "softmax",
-        32768,
-        65536,
-        "triton",
-        "2026-11-27-h200-survey",
-        "4096x16384 96.1 vs 44.5; 16384x16384 98.3 vs 45.3",
-        plan="xblock=1,num_warps=8",
     ),
     Rule(
         "softmax",

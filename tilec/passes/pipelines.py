@@ -101,6 +101,11 @@ TRITON_DEFAULT = [
     "welford-lanes",
     "cse",  # equal index math and masks merge, so equal loads look equal
     "reuse{cache=registers}",  # a row loaded twice is loaded once and kept in registers
+    # a plan's `lanes_reread`: softmax's statistics of a row in chunks kept per lane, a loop of
+    # maxima and one of sums of exp each reading the chunks again (from L1 while the rows in flight
+    # fit there), no reduction across warps inside a loop. Softmax 4096x16384 on the H200 97.9% of
+    # a copy in a probe against 95.7 for the one-tile plan (bench/results/2026-11-28-h200-lanes)
+    "softmax-lanes",
     # a plan's `reverse` and `stream`, for a row read twice: its second loop from the last chunk
     # back, the rows written evict-first, so more of the row is still in L2 when read again. On
     # the H200 RMSNorm 2048x262144 from 66.3 to 73.7% of a copy, softmax 8192x65536 75.4 to 80.1;

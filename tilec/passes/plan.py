@@ -75,6 +75,10 @@ ROW_CACHE = "row_cache"
 # read a row again run from its last chunk back; the rows written are stored evict-first
 REVERSE = "reverse"
 STREAM = "stream"
+# the kernel attribute a plan's `lanes_reread` sets, which `softmax-lanes` reads: a loop's chunks
+# may be read again from global memory for the statistics kept per lane (from L1 or L2 where the
+# rows in flight fit there)
+LANES_REREAD = "lanes_reread"
 # the kernel attribute a cluster plan's `prefetch` sets, which `early-loads` reads: the chunks
 # ahead whose other inputs (a norm's weight) each chunk of the later phases reads
 PREFETCH = "prefetch"
@@ -227,6 +231,11 @@ class Plan(Pass):
     # second read comes from L2 only in part
     reverse: bool = False
     stream: bool = False
+    # softmax's statistics of a row in a loop over chunks kept per lane, each chunk read again from
+    # global memory (kernel attribute `lanes_reread`, which `softmax-lanes` reads): a loop of each
+    # lane's maximum, then one of its sum of exp, then the output's, each with no reduction across
+    # warps inside. For rows whose chunks stay in L1 between the reads (rows of 16384 on the H200)
+    lanes_reread: bool = False
     # > 1: each row split across a thread-block cluster of this many CTAs, each CTA's slice in its
     # shared memory in chunks of `chunk` (`cluster-rows`: Gluon, one row a cluster, `num_warps` a
     # CTA); a kernel it cannot take is planned as usual, with the remark why
@@ -403,7 +412,7 @@ class Plan(Pass):
         kernel.launch.num_warps = warps
         if self.row_cache > 0:
             kernel.attributes[ROW_CACHE] = self.row_cache
-        for name, on in ((REVERSE, self.reverse), (STREAM, self.stream)):
+        for name, on in ((REVERSE, self.reverse), (STREAM, self.stream), (LANES_REREAD, self.lanes_reread)):
             if on:
                 kernel.attributes[name] = True
         parent = (column_layout if columns else parent_layout)(rows, cols, warps, vec)

@@ -47,8 +47,8 @@ After:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal
 
 from tilec.ir.builder import Builder
@@ -59,7 +59,8 @@ from tilec.ir.ops import ForOp, SoftmaxCombineOp, SoftmaxReduceOp, yielded_value
 from tilec.ir.types import TileType
 from tilec.passes.accumulate import warps_along
 from tilec.passes.base import Pass, register
-from tilec.passes.chains import broadcast_row, chain, chain_ends, lane_elems, replace_chain
+from tilec.passes.chains import broadcast_row, chain, chain_ends, lane_elems, lane_loop, replace_chain
+from tilec.passes.plan import LANES_REREAD
 from tilec.passes.ranges import RangeAnalysis, max_trip_count
 from tilec.passes.rewrite import backward_slice
 
@@ -221,12 +222,13 @@ def _tiny(loop: ForOp, ranges: RangeAnalysis) -> bool:
     )
 
 
-def _again(seg: Segment, ranges: RangeAnalysis) -> list[Operation] | str:
+def _again(seg: Segment, ranges: RangeAnalysis, from_global: bool) -> list[Operation] | str:
     """The ops of a loop's body that give its chunk and mask again, for a second loop over the
     same chunks: pure ops and shared-memory reads; reads of global memory only in a loop over a
-    few columns (`_tiny`: a row's last, partial vector)."""
+    few columns (`_tiny`: a row's last, partial vector), or in any loop `from_global` (the plan's
+    `lanes_reread`)."""
     assert seg.loop is not None
-    once = _tiny(seg.loop, ranges)
+    once = _tiny(seg.loop, ranges) or from_global
     ops = backward_slice(seg.loop.body, [seg.part.src] + ([seg.part.mask] if seg.part.mask is not None else []))
     for op in ops:
         reread = op.name == "tile.smem_load" or (op.name == "tile.load" and once)
@@ -251,6 +253,7 @@ def _segments(kernel: Kernel) -> tuple[list[list[Segment]], list[str]]:
     (chains with no loop are left to the unrolled form). And why chains were refused."""
     counts = use_counts(kernel.body)
     ranges = RangeAnalysis(kernel)
+    from_global = bool(kernel.attributes.get(LANES_REREAD))
     steps: dict[int, Segment] = {}  # id of each step's first result -> the step
     why: list[str] = []
     for op in kernel.body.ops:
@@ -300,43 +303,24 @@ def _segments(kernel: Kernel) -> tuple[list[list[Segment]], list[str]]:
             if not problem and s.part.src.type != src:
                 problem = "its chunks are tiles of different types"
             if not problem and s.loop is not None:
-                again = _again(s, ranges)
+                again = _again(s, ranges, from_global)
                 if isinstance(again, str):
                     problem = again
                 else:
                     s.again = again
             if problem:
                 break
-        if not problem and not any(s.loop is not None and not _tiny(s.loop, ranges) for s in chain_):
+        if (
+            not problem
+            and not from_global
+            and not any(s.loop is not None and not _tiny(s.loop, ranges) for s in chain_)
+        ):
             problem = "no loop over the row's chunks reads them from shared memory"
         if problem:
             why.append(f"{name}: {problem}")
             continue
         chains.append(chain_)
     return chains, why
-
-
-def _lane_loop(
-    b: Builder,
-    seg: Segment,
-    start: Value,
-    ops: list[Operation],
-    name: str,
-    step: Callable[[Builder, Value, Value, SoftmaxReduceOp, dict[int, Value]], Value],
-) -> Value:
-    """A loop over `seg`'s chunks carrying one chunk-shaped tile from `start`: `ops` of its body
-    cloned, then the next carried value, `step(b, carried, the chunk, its reduction, the clones'
-    mapping)`."""
-    assert seg.loop is not None
-    loop = b.for_(
-        seg.loop.lower, seg.loop.upper, seg.loop.step, [start], iv_name=seg.loop.induction_var.name_hint, names=[name]
-    )
-    mapping: dict[int, Value] = {id(seg.loop.induction_var): loop.induction_var}
-    with b.inside(loop.body):
-        for op in ops:
-            b.insert(clone_op(op, mapping))
-        b.yield_(step(b, loop.iter_args[0], mapping.get(id(seg.part.src), seg.part.src), seg.part, mapping))
-    return loop.results[0]
 
 
 def lanes_through_loops(kernel: Kernel, chain_: list[Segment]) -> None:
@@ -357,7 +341,7 @@ def lanes_through_loops(kernel: Kernel, chain_: list[Segment]) -> None:
         c = b.constant(fill, f32, name_hint="fill")
         return b.op("tile.where", mapping.get(id(part.mask), part.mask), v, c, type=src, name_hint="kept")
 
-    def max_step(b: Builder, carried: Value, v: Value, part: SoftmaxReduceOp, m: dict[int, Value]) -> Value:
+    def max_step(b: Builder, carried: Value, v: Value, m: dict[int, Value], part: SoftmaxReduceOp) -> Value:
         return b.op("tile.maximum", carried, kept(part, v, b, -math.inf, m), type=src, name_hint="lane_max")
 
     # each lane's maximum, where the statistics were folded
@@ -372,7 +356,8 @@ def lanes_through_loops(kernel: Kernel, chain_: list[Segment]) -> None:
             lane_max if lane_max is not None else b.op("tile.full", type=src, value=-math.inf, name_hint="lanes_init")
         )
         body = [op for op in seg.loop.body.ops if op not in (seg.part, seg.combine, seg.loop.body.terminator)]
-        lane_max = _lane_loop(b, seg, start, body, "lane_max", max_step)
+        assert seg.loop is not None
+        lane_max = lane_loop(b, seg.loop, start, body, seg.part.src, "lane_max", partial(max_step, part=seg.part))
     assert lane_max is not None
     b = Builder.after(end.op)
     row_max = b.op("tile.reduce", lane_max, type=row, kind="max", axis=1, name_hint="row_max")
@@ -382,7 +367,7 @@ def lanes_through_loops(kernel: Kernel, chain_: list[Segment]) -> None:
         shifted = b.op("tile.sub", v, wide, type=src, name_hint="shifted")
         return kept(part, b.op("tile.exp", shifted, type=src, name_hint="lane_exp"), b, 0.0, mapping)
 
-    def sum_step(b: Builder, carried: Value, v: Value, part: SoftmaxReduceOp, m: dict[int, Value]) -> Value:
+    def sum_step(b: Builder, carried: Value, v: Value, m: dict[int, Value], part: SoftmaxReduceOp) -> Value:
         return b.op("tile.add", carried, lane_exp(part, v, b, m), type=src, name_hint="lane_sum")
 
     # each lane's sum of exp(x - max), the loops' chunks read again
@@ -393,7 +378,8 @@ def lanes_through_loops(kernel: Kernel, chain_: list[Segment]) -> None:
             lane_sum = e if lane_sum is None else b.op("tile.add", lane_sum, e, type=src, name_hint="lane_sum")
             continue
         start = lane_sum if lane_sum is not None else b.op("tile.full", type=src, value=0.0, name_hint="lanes_zero")
-        lane_sum = _lane_loop(b, seg, start, seg.again, "lane_sum", sum_step)
+        assert seg.loop is not None
+        lane_sum = lane_loop(b, seg.loop, start, seg.again, seg.part.src, "lane_sum", partial(sum_step, part=seg.part))
     assert lane_sum is not None
     joined = _joined(b, inits, row_max, lane_sum, row, [r.name_hint for r in end.after])
     for old, new in zip(end.after, joined.results):
@@ -404,6 +390,42 @@ def lanes_through_loops(kernel: Kernel, chain_: list[Segment]) -> None:
         else:
             seg.combine.erase()
             seg.part.erase()
+    if kernel.attributes.get(LANES_REREAD):
+        reciprocal_uses(kernel, joined.results[1])
+
+
+def reciprocal_uses(kernel: Kernel, total: Value) -> int:
+    """Each division by the row's `total` broadcast along a chunk (the output's `exp / sum`)
+    becomes a multiplication by its reciprocal, computed once a row after `total`. The form that
+    reads the chunks again takes exp twice an element, and a division is one more op of the
+    special-function unit an element (`div.full`: a reciprocal and a multiplication), which both
+    share. Each element is then rounded twice (the reciprocal and the product, within 1.5 ulp of
+    f32 where the division was within 1). How many divisions it replaced."""
+    found: list[tuple[Operation, Operation, Operation]] = []
+    for op in kernel.walk():
+        if op.name != "tile.div":
+            continue
+        wide = defining_op(op.operands[1])
+        if wide is None or wide.name != "tile.broadcast":
+            continue
+        col = defining_op(wide.operands[0])
+        if col is not None and col.name == "tile.expand_dims" and col.operands[0] is total:
+            found.append((op, wide, col))
+    if not found:
+        return 0
+    made = defining_op(total)
+    assert made is not None
+    b = Builder.after(made)
+    ones = b.op("tile.full", type=total.type, value=1.0, name_hint="ones")
+    rcp = b.op("tile.div", ones, total, type=total.type, name_hint="row_rcp")
+    for op, wide, col in found:
+        b = Builder.before(op)
+        rcol = b.op("tile.expand_dims", rcp, axis=col.attr("axis"), name_hint="row_rcp_col")
+        rwide = b.op("tile.broadcast", rcol, type=wide.results[0].type, name_hint="row_rcp_wide")
+        scaled = b.op("tile.mul", op.operands[0], rwide, type=op.results[0].type, name_hint="scaled")
+        replace_uses(kernel.body, op.results[0], scaled)
+        op.erase()
+    return len(found)
 
 
 @register

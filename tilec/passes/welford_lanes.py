@@ -57,11 +57,14 @@ from tilec.ir.ops import ForOp, WelfordCombineOp, WelfordOp, YieldOp, yielded_va
 from tilec.ir.types import TileType
 from tilec.passes.accumulate import warps_along
 from tilec.passes.base import Pass, register
-from tilec.passes.chains import broadcast_row, chain, chain_ends, lane_elems, replace_chain
+from tilec.passes.chains import broadcast_row, chain, chain_ends, lane_elems, lane_loop, replace_chain
+from tilec.passes.plan import LANES_REREAD
+from tilec.passes.ranges import trip_count
+from tilec.passes.rewrite import backward_slice
 
 
 def _running_welford(
-    loop: ForOp, i: int, counts: dict[int, int], launch: Launch
+    loop: ForOp, i: int, counts: dict[int, int], launch: Launch, limit: int
 ) -> tuple[WelfordOp, WelfordCombineOp] | str:
     """The chunk statistics that carried values i..i+2 of `loop` combine, or why they are not."""
     args = loop.iter_args[i : i + 3]
@@ -76,21 +79,21 @@ def _running_welford(
         return "what is combined is not one chunk's Welford statistics"
     if any(counts.get(id(v), 0) != 1 for v in (*args, *nexts, *part.results)):
         return "the statistics have other uses"
-    why = _chunk(part, launch)
+    why = _chunk(part, launch, limit)
     return why if why else (part, combine)
 
 
-def _chunk(part: WelfordOp, launch: Launch) -> str:
-    """Why one chunk's statistics cannot be kept per lane ("" where they can)."""
+def _chunk(part: WelfordOp, launch: Launch, limit: int) -> str:
+    """Why one chunk's statistics cannot be kept per lane, at most `limit` elements of it a thread
+    ("" where they can)."""
     if part.mask is not None:
         return "the chunk is masked (not the main loop of full chunks)"
     src = part.src.type
     if not isinstance(src, TileType) or src.rank != 2 or part.attr("axis") != 1 or not isinstance(src.shape[1], int):
         return "the chunk is not a 2-D tile reduced along its static last axis"
-    if not fits_registers(src, launch):
-        return (
-            f"more than {MAX_LANE_ELEMS} elements of the chunk a thread: their lanes' statistics would cost registers"
-        )
+    held = lane_elems(src, launch)
+    if held is None or held > limit:
+        return f"more than {limit} elements of the chunk a thread: their lanes' statistics would cost registers"
     return ""
 
 
@@ -101,6 +104,9 @@ def _chunk(part: WelfordOp, launch: Launch) -> str:
 # 16 and 32 lost up to 31 (chunks of 16384 over 16 warps, 96.8 to 66.2: 94 registers a thread
 # where 64 had let two CTAs share an SM)
 MAX_LANE_ELEMS = 8
+# ... and in the two-pass form (a plan's `lanes_reread`), where each of its two loops carries one
+# value an element (a lane's sum, then its sum of squared deviations), never both at once
+MAX_REREAD_LANE_ELEMS = 32
 
 
 def fits_registers(chunk: TileType, launch: Launch) -> bool:
@@ -198,6 +204,68 @@ def lanes_chain(kernel: Kernel, links: list[tuple[WelfordOp, WelfordCombineOp]])
     )
 
 
+def _again(loop: ForOp, part: WelfordOp, combine: WelfordCombineOp) -> tuple[list[Operation], int] | str:
+    """The ops of `loop`'s body that give its chunk (pure ops and reads of global memory, which each
+    pass runs again) and the loop's trip count; or why its chunks cannot be read in two passes."""
+    if len(loop.inits) != 3:
+        return "the loop carries other values too"
+    trips = trip_count(loop)
+    if not trips:
+        return "the loop's trip count is not a known constant"
+    ops = backward_slice(loop.body, [part.src])
+    for op in ops:
+        if op.name != "tile.load" and (op.regions or not op.is_pure):
+            return f"the chunk comes from {op.name}, which would run twice"
+    # anything else the body computes must be pure: the loop yields only the statistics, so it is
+    # unused (the pipeline's dce comes later)
+    kept = {id(op) for op in (*ops, part, combine, loop.body.terminator)}
+    other = [op for op in loop.body.ops if id(op) not in kept and (op.regions or not op.is_pure)]
+    if other:
+        return f"the loop also computes {other[0].name}"
+    return ops, trips
+
+
+def two_passes(kernel: Kernel, loop: ForOp, part: WelfordOp, ops: list[Operation], trips: int) -> None:
+    """Rewrites a loop of Welford statistics (and nothing else) as two loops over its chunks, each
+    reading them again (`ops`): each lane's sum, reduced once to the row's mean; then each lane's
+    sum of squared deviations from that mean, reduced once to the row's m2; joined to the loop's
+    initial statistics by one combine."""
+    src = part.src.type
+    assert isinstance(src, TileType) and isinstance(src.shape[1], int)
+    row = part.results[0].type
+    b = Builder.before(loop)
+    zero = b.op("tile.full", type=src, value=0.0, name_hint="lanes_zero")
+
+    def add(b: Builder, carried: Value, v: Value, _: dict[int, Value]) -> Value:
+        return b.op("tile.add", carried, v, type=src, name_hint="lane_sum")
+
+    lane_sum = lane_loop(b, loop, zero, ops, part.src, "lane_sum", add)
+    total = b.op("tile.reduce", lane_sum, type=row, kind="sum", axis=1, name_hint="row_sum")
+    count = b.op("tile.full", type=row, value=float(trips * src.shape[1]), name_hint="count")
+    mean = b.op("tile.div", total, count, type=row, name_hint="row_mean")
+    wide = broadcast_row(b, mean, src, "row_mean_wide")
+
+    def deviations(b: Builder, carried: Value, v: Value, _: dict[int, Value]) -> Value:
+        dev = b.op("tile.sub", v, wide, type=src, name_hint="dev")
+        sq = b.op("tile.mul", dev, dev, type=src, name_hint="dev_sq")
+        return b.op("tile.add", carried, sq, type=src, name_hint="lane_m2")
+
+    lane_m2 = lane_loop(b, loop, zero, ops, part.src, "lane_m2", deviations)
+    m2 = b.op("tile.reduce", lane_m2, type=row, kind="sum", axis=1, name_hint="row_m2")
+    joined = b.create(
+        WelfordCombineOp,
+        *loop.inits,
+        mean,
+        m2,
+        count,
+        result_types=[row] * 3,
+        names=[r.name_hint for r in loop.results],
+    )
+    for old, new in zip(loop.results, joined.results):
+        replace_uses(kernel.body, old, new)
+    loop.erase()
+
+
 @register
 class WelfordLanes(Pass):
     """Running Welford statistics of unmasked chunk loops (and unrolled chains of chunks) kept per
@@ -210,12 +278,21 @@ class WelfordLanes(Pass):
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
             why: list[str] = []
+            reread = bool(kernel.attributes.get(LANES_REREAD))
+            limit = MAX_REREAD_LANE_ELEMS if reread else MAX_LANE_ELEMS
             for loop in [op for op in kernel.walk() if isinstance(op, ForOp)]:
                 i = 0
                 while i + 3 <= len(loop.inits):
-                    found = _running_welford(loop, i, use_counts(kernel.body), kernel.launch)
+                    found = _running_welford(loop, i, use_counts(kernel.body), kernel.launch, limit)
                     if not isinstance(found, str) and self.where == "warps" and warps_along(found[0]) < 2:
                         found = "the chunk's statistics stay within a warp: no barrier to save"
+                    if not isinstance(found, str) and reread:
+                        again = _again(loop, *found)
+                        if not isinstance(again, str):
+                            two_passes(kernel, loop, found[0], *again)
+                            break
+                        if not fits_registers(found[0].src.type, kernel.launch):  # type: ignore[arg-type]
+                            found = f"{again}; and more than {MAX_LANE_ELEMS} elements of the chunk a thread"
                     if isinstance(found, str):
                         if isinstance(defining_op(yielded_values(loop.body)[i]), WelfordCombineOp):
                             why.append(f"%{loop.iter_args[i].name_hint}: {found}")
@@ -227,7 +304,12 @@ class WelfordLanes(Pass):
             for last in chain_ends(kernel, WelfordCombineOp):
                 if last.parent is None:  # erased with an earlier chain
                     continue
-                chained = chain(last, WelfordOp, use_counts(kernel.body), partial(_chunk, launch=kernel.launch))
+                chained = chain(
+                    last,
+                    WelfordOp,
+                    use_counts(kernel.body),
+                    partial(_chunk, launch=kernel.launch, limit=MAX_LANE_ELEMS),
+                )
                 if isinstance(chained, list) and self.where == "warps" and warps_along(chained[0][0]) < 2:
                     chained = "the chunk's statistics stay within a warp: no barrier to save"
                 if isinstance(chained, str):
