@@ -29,6 +29,13 @@ partial vector, may read global memory again), one reduction. Only where a threa
 MAX_LOOP_LANE_ELEMS elements of a chunk (the carried lanes cost registers), and with a loop over
 the row's chunks in shared memory.
 
+Read again from global memory: a kernel whose plan set `lanes_reread` (the Triton pipeline's
+loops, no cache) may have the second loop load its chunks again from global memory (from L1 while
+the rows in flight fit there), and the output's divisions by the row's sum (`exp / sum`, the sum
+broadcast along a chunk) become multiplications by its reciprocal, taken once a row: the form
+takes exp twice an element, and a division (`div.full`: a reciprocal and a multiplication) is a
+third op an element of the special-function unit exp uses (bench/results/2026-11-28-h200-lanes).
+
 Before (each chunk %v_k from a shared-memory slice):
     %m0, %s0 = tile.softmax_reduce %v0 {axis = 1}
     %am0, %as0 = tile.softmax_combine %init_m, %init_s, %m0, %s0

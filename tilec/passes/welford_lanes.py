@@ -20,6 +20,15 @@ the combine, along the chunk's last axis, with at most `MAX_LANE_ELEMS` elements
 thread (each costs two registers across the loop). Like `accumulate`, by default
 (`where=warps`) only where the chunk's reduction crosses warps; `where=all` every such loop.
 
+With a plan's `lanes_reread` (kernel attribute), a loop that carries only such statistics over a
+constant number of chunks, each computed by pure ops from global loads, becomes two passes over
+its chunks instead, each reading them again (from L1 while the rows in flight fit there): a loop of
+each lane's sum, one reduction and the row's mean (the sum over the count, trips x chunk); then a
+loop of each lane's sum of squared deviations from that mean, one reduction (the row's m2);
+joined to the loop's initial statistics by one combine. One value an element is carried at a
+time, so a thread may hold up to MAX_REREAD_LANE_ELEMS elements of a chunk; the variance is the
+exact two-pass one.
+
 An unrolled loop — a straight-line chain of combines, each folding the next chunk's statistics
 into the one before (`cluster-rows` unrolls a CTA's chunks so, before the exchange) — is kept
 per lane the same way: chunk k (from 1) moves each lane's mean by 1/k of its distance (a
