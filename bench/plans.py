@@ -191,9 +191,10 @@ def plans(n: int, op: str | None = None) -> dict[str, tuple[str, str]]:
     # chunk read again from global memory (`lanes_reread`: softmax-lanes, welford-lanes): a loop of
     # each lane's maximum (sum), one of its sum of exp (squared deviations), then the output's, with
     # no reduction across warps inside a loop, the rereads from L1 while the rows in flight fit
-    # there. A probe of the forms on the H200 (`bench/lanes_probe.py`; bench/results/2026-11-28-h200-lanes/probe.log), % of
-    # a copy at 4096x16384: softmax 97.9 in chunks of 2048 over 16 warps (the one-tile plan 95.7),
-    # LayerNorm 96.4 in chunks of 8192 over 16 (stock 93.5)
+    # there. A probe of the forms on the H200 (`bench/lanes_probe.py`,
+    # bench/results/2026-11-28-h200-lanes/probe.log), % of a copy at 4096x16384: softmax 97.9 in
+    # chunks of 2048 over 16 warps (the one-tile plan 95.7), LayerNorm 96.4 in chunks of 8192 over
+    # 16 (stock 93.5)
     if n in (8192, 16384) and op in (None, "softmax", "layernorm"):
         for r in (1024, 2048, 4096, 8192):
             for w in (8, 16):

@@ -17,8 +17,9 @@ one rule, from the smallest row size of the group to the next group's; the first
 its own row size for a survey of chosen shapes or long rows, `bench/plans.py --shapes` or
 `--min-row`, listed in a table before the survey of every shape, whose rules then decide the
 rest), the last runs on (for a survey of chosen shapes, to the power of two past its longest
-row: the rows it measured, not the longer ones the runs after it decide). Each rule quotes the figures it rests on (device time, % of a same-size
-copy: "MxN tilec vs compile") and names the run, as tests/passes/test_chooser.py checks.
+row: the rows it measured, not the longer ones the runs after it decide). Each rule quotes the
+figures it rests on (device time, % of a same-size copy: "MxN tilec vs compile") and names the
+run, as tests/passes/test_chooser.py checks.
 
 The candidates come from a `tilec bench` run with `tilec-gluon` and/or `tilec-triton` beside
 `compile` (`tilec bench --impls tilec-gluon,tilec-triton,compile,copy`), from a plan survey

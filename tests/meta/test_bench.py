@@ -427,11 +427,12 @@ def test_surveyed_plans_build_for_every_op() -> None:
                         # the other inputs' reads a chunk ahead where it says so (`-pfD`)
                         assert kernel.attributes.get("prefetch") == (int(found[10]) if found[10] else None), name
                         continue
-                    # softmax's statistics per lane through the loops, each chunk read again (`-lanes`)
+                    # softmax's and LayerNorm's statistics per lane through the loops, each chunk
+                    # read again (`-lanes`): no per-chunk statistics left
                     lanes = found[8] == "lanes"
                     assert bool(kernel.attributes.get("lanes_reread")) == lanes, name
-                    if lanes and op == "softmax":
-                        assert not [o for o in kernel.walk() if o.name == "tile.softmax_reduce"], name
+                    if lanes and op in ("softmax", "layernorm"):
+                        assert not [o for o in kernel.walk() if o.name in ("tile.softmax_reduce", "tile.welford")], name
                     # the second read turned around (`reverse`), the rows written evict-first (`stream`)
                     reread = "" if lanes else found[8] or ""
                     turned = any(

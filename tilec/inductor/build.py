@@ -5,6 +5,7 @@ emitter, and each variant is emitted. A `KernelBuild` is everything the wrapper 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,10 +130,7 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuil
     key = (text, tuple(names), emitter, plan, cfg.pipelines["triton"], gluon_name, cfg.banded_cluster_pipeline())
     built = _built.get(key)
     if built is None:
-
-        def pipeline_of(kind: str) -> str:
-            return pipeline_for(kind, emitter, plan, banded)
-
+        pipeline_of = functools.partial(pipeline_for, emitter=emitter, plan=plan, banded=banded)
         if banded and emitter == "gluon":
             gluon, tma = _emitted_gluon(text, names, pipeline_of("gluon"))
             built = (gluon, None, tma)

@@ -1652,9 +1652,10 @@ H200_RULES: tuple[Rule, ...] = (
         "4096x16384 97.2 vs 93.9; 16384x16384 101.1 vs 99.4",
         plan="xblock=1,rblock=8192,num_warps=16,lanes_reread=true",
     ),
-    # first, LayerNorm's rows of 16384 and more from a survey of those rows alone (--ops layernorm
+    # then LayerNorm's rows of 16384 and more from a survey of those rows alone (--ops layernorm
     # --min-row 16384), its Triton loops and cluster plans keeping their statistics per lane
-    # (welford-lanes) where a thread holds at most 8 elements of a chunk
+    # (welford-lanes) where a thread holds at most 8 elements of a chunk: the rows of 32768 and
+    # more now (the survey above decides those of 16384)
     Rule(
         "mean-var",
         65536,

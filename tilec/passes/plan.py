@@ -75,9 +75,9 @@ ROW_CACHE = "row_cache"
 # read a row again run from its last chunk back; the rows written are stored evict-first
 REVERSE = "reverse"
 STREAM = "stream"
-# the kernel attribute a plan's `lanes_reread` sets, which `softmax-lanes` reads: a loop's chunks
-# may be read again from global memory for the statistics kept per lane (from L1 or L2 where the
-# rows in flight fit there)
+# the kernel attribute a plan's `lanes_reread` sets, which `softmax-lanes` and `welford-lanes` read:
+# a loop's chunks may be read again from global memory for the statistics kept per lane (from L1 or
+# L2 where the rows in flight fit there)
 LANES_REREAD = "lanes_reread"
 # the kernel attribute a cluster plan's `prefetch` sets, which `early-loads` reads: the chunks
 # ahead whose other inputs (a norm's weight) each chunk of the later phases reads
@@ -231,10 +231,11 @@ class Plan(Pass):
     # second read comes from L2 only in part
     reverse: bool = False
     stream: bool = False
-    # softmax's statistics of a row in a loop over chunks kept per lane, each chunk read again from
-    # global memory (kernel attribute `lanes_reread`, which `softmax-lanes` reads): a loop of each
-    # lane's maximum, then one of its sum of exp, then the output's, each with no reduction across
-    # warps inside. For rows whose chunks stay in L1 between the reads (rows of 16384 on the H200)
+    # softmax's and LayerNorm's statistics of a row in a loop over chunks kept per lane, each chunk
+    # read again from global memory (kernel attribute `lanes_reread`, which `softmax-lanes` and
+    # `welford-lanes` read): a loop of each lane's maximum (sum), then one of its sum of exp (squared
+    # deviations), then the output's, each with no reduction across warps inside. For rows whose
+    # chunks stay in L1 between the reads (rows of 8192-16384 on the H200)
     lanes_reread: bool = False
     # > 1: each row split across a thread-block cluster of this many CTAs, each CTA's slice in its
     # shared memory in chunks of `chunk` (`cluster-rows`: Gluon, one row a cluster, `num_warps` a

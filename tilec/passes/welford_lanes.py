@@ -100,8 +100,7 @@ def _chunk(part: WelfordOp, launch: Launch, limit: int) -> str:
     src = part.src.type
     if not isinstance(src, TileType) or src.rank != 2 or part.attr("axis") != 1 or not isinstance(src.shape[1], int):
         return "the chunk is not a 2-D tile reduced along its static last axis"
-    held = lane_elems(src, launch)
-    if held is None or held > limit:
+    if not fits_registers(src, launch, limit):
         return f"more than {limit} elements of the chunk a thread: their lanes' statistics would cost registers"
     return ""
 
@@ -118,11 +117,12 @@ MAX_LANE_ELEMS = 8
 MAX_REREAD_LANE_ELEMS = 32
 
 
-def fits_registers(chunk: TileType, launch: Launch) -> bool:
-    """Whether a thread's elements of the chunk are few enough to carry a mean and an m2 each
-    across the loop (`MAX_LANE_ELEMS`); a cluster's tile is shared by its CTAs."""
+def fits_registers(chunk: TileType, launch: Launch, limit: int = MAX_LANE_ELEMS) -> bool:
+    """Whether a thread's elements of the chunk are few enough (at most `limit`) to carry their
+    lanes' statistics across the loop (`MAX_LANE_ELEMS`: a mean and an m2 each); a cluster's tile
+    is shared by its CTAs."""
     held = lane_elems(chunk, launch)
-    return held is not None and held <= MAX_LANE_ELEMS
+    return held is not None and held <= limit
 
 
 def _update(b: Builder, v: Value, mean: Value, m2: Value, rcp: Value) -> tuple[Value, Value]:
@@ -300,8 +300,8 @@ class WelfordLanes(Pass):
                         if not isinstance(again, str):
                             two_passes(kernel, loop, found[0], *again)
                             break
-                        if not fits_registers(found[0].src.type, kernel.launch):  # type: ignore[arg-type]
-                            found = f"{again}; and more than {MAX_LANE_ELEMS} elements of the chunk a thread"
+                        per_lane = _chunk(found[0], kernel.launch, MAX_LANE_ELEMS)  # nor per-lane Welford?
+                        found = f"{again}; and {per_lane}" if per_lane else found
                     if isinstance(found, str):
                         if isinstance(defining_op(yielded_values(loop.body)[i]), WelfordCombineOp):
                             why.append(f"%{loop.iter_args[i].name_hint}: {found}")
