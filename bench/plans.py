@@ -168,6 +168,13 @@ def plans(n: int, op: str | None = None) -> dict[str, tuple[str, str]]:
                         cached = f"{options},row_cache={cache},exchange=push" + (",maxnreg=64" if cap else "")
                         found[f"gluon-cl{ctas}-c{c}-w{w}-k{cache}-push{cap}"] = ("gluon", cached)
                         found[f"gluon-cl{ctas}-c{c}-w{w}-k{cache}-push{cap}-pf1"] = ("gluon", cached + ",prefetch=1")
+        # and at rows of 32768 softmax's and LayerNorm's statistics per lane through loops that read
+        # the row's chunks again (`lanes_reread`, below), the rereads from L1 and L2: softmax
+        # 4096x32768 98.2% of a copy on the H200, the Gluon loop with the row cached 93.6
+        # (bench/results/2026-11-28-h200-lanes-32768). Longer rows read again miss L2: at most 83.1
+        # at 8192x65536 (softmax's clusters of 2 96.9), 60 at 4096x131072 (-h200-lanes-long)
+        if n == 32768 and op in (None, "softmax", "layernorm"):
+            found.update(lanes_plans(n, "chunk"))
         return found
     found = {e: (e, "") for e in PIPELINES}
     for e in PIPELINES:
@@ -195,14 +202,10 @@ def plans(n: int, op: str | None = None) -> dict[str, tuple[str, str]]:
     # bench/results/2026-11-28-h200-lanes/probe.log), % of a copy at 4096x16384: softmax 97.9 in
     # chunks of 2048 over 16 warps (the one-tile plan 95.7), LayerNorm 96.4 in chunks of 8192 over
     # 16 (stock 93.5)
-    if n in (8192, 16384) and op in (None, "softmax", "layernorm"):
-        for r in (1024, 2048, 4096, 8192):
-            for w in (8, 16):
-                if r < n and 4 <= r // (32 * w) <= 16:
-                    found[f"triton-x1-r{r}-w{w}-lanes"] = (
-                        "triton",
-                        f"xblock=1,rblock={r},num_warps={w},lanes_reread=true",
-                    )
+    # (rows of 4096 too: softmax 8192x4096 98.8 in chunks of 1024 over 4 warps, the best one-tile
+    # plan 97.6; bench/results/2026-11-28-h200-lanes-4096)
+    if n in (4096, 8192, 16384) and op in (None, "softmax", "layernorm"):
+        found.update(lanes_plans(n, "rblock"))
     # the Triton loop over chunks of a row that would fit one tile, as Inductor's max-autotune
     # often picks (its coordinate descent: R0_BLOCK below the row, 16 warps): the row's second
     # read comes from L2
@@ -211,6 +214,19 @@ def plans(n: int, op: str | None = None) -> dict[str, tuple[str, str]]:
             for w in (4, 8, 16):
                 if r < n and x * r <= LOOP_BLOCK and 8 <= x * r // (32 * w) <= 32:  # elements a thread
                     found[f"triton-x{x}-r{r}-w{w}"] = ("triton", f"xblock={x},rblock={r},num_warps={w}")
+    return found
+
+
+def lanes_plans(n: int, step: str) -> dict[str, tuple[str, str]]:
+    """One row a program in Triton loops over chunks of `step` (the plan's `rblock` for rows that
+    fit one tile, `chunk` for longer ones) with `lanes_reread`: 4 to 16 elements of a chunk a
+    thread."""
+    found = {}
+    for r in (1024, 2048, 4096, 8192):
+        for w in (4, 8, 16, 32):
+            if r < n and 4 <= r // (32 * w) <= 16 and (w < 32 or n > 16384):
+                name = f"triton-x1-r{r}-w{w}-lanes" if step == "rblock" else f"triton-c{r}-w{w}-lanes"
+                found[name] = ("triton", f"xblock=1,{step}={r},num_warps={w},lanes_reread=true")
     return found
 
 

@@ -146,14 +146,23 @@ def test_layernorm_statistics_kept_per_lane_equal_eager(cols: int, plan: str, ro
     ex.check(run_triton(ex, kernel, device="cuda"), f"Triton on the GPU, {plan}")
 
 
-@pytest.mark.parametrize(("name", "cols"), [("softmax", 8192), ("softmax", 16384), ("layernorm", 16384)])
+LANES_PLANS = [
+    "xblock=1,rblock=2048,num_warps=16,lanes_reread=true",
+    "xblock=1,rblock=4096,num_warps=8,lanes_reread=true",
+    "xblock=1,rblock=8192,num_warps=16,lanes_reread=true",
+]
+
+
 @pytest.mark.parametrize(
-    "plan",
+    ("name", "cols", "plan"),
     [
-        "xblock=1,rblock=2048,num_warps=16,lanes_reread=true",
-        "xblock=1,rblock=4096,num_warps=8,lanes_reread=true",
-        "xblock=1,rblock=8192,num_warps=16,lanes_reread=true",
-    ],
+        (name, cols, plan)
+        for name, cols in (("softmax", 8192), ("softmax", 16384), ("layernorm", 16384))
+        for plan in LANES_PLANS
+    ]
+    # rows of 4096 (one tile otherwise) and of 32768 (a loop over chunks of `chunk` otherwise)
+    + [(name, 4096, "xblock=1,rblock=1024,num_warps=8,lanes_reread=true") for name in ("softmax", "layernorm")]
+    + [(name, 32768, "xblock=1,chunk=4096,num_warps=32,lanes_reread=true") for name in ("softmax", "layernorm")],
 )
 @pytest.mark.parametrize("rows", [512, 1027])  # fewer rows: Inductor splits each row's reduction
 @pytest.mark.parametrize("specials", [False, True])

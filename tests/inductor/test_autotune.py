@@ -60,19 +60,25 @@ def test_long_rows_get_their_variants() -> None:
     assert not set(long) & set(forced) and set(cached) <= set(forced)
 
 
-def test_rows_of_8192_and_16384_get_the_loops_that_read_the_row_again() -> None:
-    """Row reductions of 4097-16384 elements get the Triton loops keeping softmax's and LayerNorm's
-    statistics per lane, the chunks read again (`LANES_PLANS`: chunks of 4096 over 8 warps up to
-    8192 elements, of 2048 and of 8192 over 16 above), with or without Hopper; shorter and longer
-    rows, pointwise kernels and a forced Gluon emitter do not."""
-    lanes = {n: [f"triton{{{p}}}" for p in autotune.LANES_PLANS[n]] for n in (8192, 16384)}
+def test_rows_of_4096_to_32768_get_the_loops_that_read_the_row_again() -> None:
+    """Row reductions of 2049-32768 elements get the Triton loops keeping softmax's and LayerNorm's
+    statistics per lane, the chunks read again (`LANES_PLANS`: chunks of 1024 over 4 warps up to
+    4096 elements, of 4096 over 8 up to 8192, of 2048 and of 8192 over 16 up to 16384, of 4096 over
+    32 above), with or without Hopper; shorter and longer rows, pointwise kernels and a forced Gluon
+    emitter do not."""
+    lanes = {n: [f"triton{{{p}}}" for p in autotune.LANES_PLANS[n]] for n in (4096, 8192, 16384, 32768)}
+    assert lanes[32768] == ["triton{xblock=1,chunk=4096,num_warps=32,lanes_reread=true}"]
     for n, expected in (
-        (4096, []),
+        (2048, []),
+        (2049, lanes[4096]),
+        (4096, lanes[4096]),
         (4097, lanes[8192]),
         (8192, lanes[8192]),
         (12000, lanes[16384]),
         (16384, lanes[16384]),
-        (16385, []),
+        (16385, lanes[32768]),
+        (32768, lanes[32768]),
+        (32769, []),
         (None, []),
     ):
         for hopper in (True, False):

@@ -230,28 +230,33 @@ def sized_variants(target: Target | None) -> dict[str, list[str]]:
     return {"gluon": [option], "triton": [option]}
 
 
-# rows of 4097-16384 elements: the Triton loop keeping softmax's and LayerNorm's statistics per lane,
+# rows of 2049-32768 elements: the Triton loop keeping softmax's and LayerNorm's statistics per lane,
 # each chunk read again from global memory (the plan's `lanes_reread`: softmax-lanes, welford-lanes),
-# in the forms the H200's surveys measured best: softmax rows of 8192 in chunks of 4096 over 8 warps
-# (8192x8192 98.3% of a copy against the best one-tile plan's 97.5), rows of 16384 in chunks of 2048
-# over 16 (4096x16384 97.8 against 95.5), LayerNorm rows of 16384 in chunks of 8192 over 16 (97.2
-# against stock's 93.9; bench/results/2026-11-28-h200-softmax-lanes, -h200-layernorm-lanes). For
-# other row reductions the option changes nothing: their plan is the loop over those chunks
+# in the forms the H200's surveys measured best: softmax rows of 4096 in chunks of 1024 over 4 warps
+# (8192x4096 98.8% of a copy against the best one-tile plan's 97.6), rows of 8192 in chunks of 4096
+# over 8 (8192x8192 98.3 against 97.5), rows of 16384 in chunks of 2048 over 16 (4096x16384 97.8
+# against 95.5), rows of 32768 in chunks of 4096 over 32 (4096x32768 98.2 against the Gluon loop's
+# 93.6 with the row cached), LayerNorm rows of 16384 in chunks of 8192 over 16 (97.2 against stock's
+# 93.9; bench/results/2026-11-28-h200-lanes-4096, -h200-softmax-lanes, -h200-layernorm-lanes,
+# -h200-lanes-32768). For other row reductions the option changes nothing: their plan is the loop
+# over those chunks. Longer rows read again miss L2 (-h200-lanes-long: at most 83.1 at 8192x65536)
 LANES_PLANS = {
+    4096: ["xblock=1,rblock=1024,num_warps=4,lanes_reread=true"],
     8192: ["xblock=1,rblock=4096,num_warps=8,lanes_reread=true"],
     16384: [
         "xblock=1,rblock=2048,num_warps=16,lanes_reread=true",
         "xblock=1,rblock=8192,num_warps=16,lanes_reread=true",
     ],
+    32768: ["xblock=1,chunk=4096,num_warps=32,lanes_reread=true"],
 }
 
 
 def lanes_variants(n: int | None) -> dict[str, list[str]]:
     """The `LANES_PLANS` of rows of `n` elements (those of the power of two at or above n, for rows
-    of 4097-16384)."""
-    if n is None or not 4096 < n <= LONG_ROW:
+    of 2049-32768)."""
+    if n is None or not 2048 < n <= 2 * LONG_ROW:
         return {}
-    return {"triton": list(LANES_PLANS[8192 if n <= 8192 else 16384])}
+    return {"triton": list(LANES_PLANS[min(p for p in LANES_PLANS if p >= n)])}
 
 
 def long_row_variants(n: int | None) -> dict[str, list[str]]:
@@ -286,7 +291,7 @@ def candidates(
     """The candidates for a kernel: each emitter tilec may use here with its heuristic plan and, for
     a row reduction (of `n` elements a row, where constant), its plan variants
     ("gluon{xblock=1,num_warps=4}"), those sized for the `target` GPU's bytes in flight, for rows of
-    4097-16384 elements the loops that read the row again for statistics per lane
+    2049-32768 elements the loops that read the row again for statistics per lane
     (`lanes_variants`) and, for long rows, the whole row in registers; and stock unless decline is
     off."""
     emitters = [forced] if forced else (["gluon", "triton"] if hopper else ["triton"])

@@ -1652,27 +1652,44 @@ H200_RULES: tuple[Rule, ...] = (
         "4096x16384 97.2 vs 93.9; 16384x16384 101.1 vs 99.4",
         plan="xblock=1,rblock=8192,num_warps=16,lanes_reread=true",
     ),
-    # then LayerNorm's rows of 16384 and more from a survey of those rows alone (--ops layernorm
-    # --min-row 16384), its Triton loops and cluster plans keeping their statistics per lane
-    # (welford-lanes) where a thread holds at most 8 elements of a chunk: the rows of 32768 and
-    # more now (the survey above decides those of 16384)
+    # first, softmax's and LayerNorm's rows of 50257 and more from a survey of those rows alone (--ops
+    # softmax,layernorm --shapes 32768x50257,8192x65536,4096x131072,2048x262144) with the lanes_reread
+    # loops among the plans: they win nowhere there (the rows read again miss L2; at most 83.1% of a copy
+    # against 96.9 at rows of 65536), and the runs above keep every row of 65536 and more; it decides
+    # LayerNorm's misaligned rows of 50257, which the survey of rows of 32768 below would reach (its
+    # plan there, chunks of 8192 over 32 warps in two passes, reads 37.1)
+    Rule(
+        "mean-var",
+        100514,
+        131072,
+        "triton",
+        "2026-11-28-h200-lanes-long",
+        "32768x50257 56.7 vs 34.1",
+        plan="xblock=1,chunk=1024,num_warps=4,lanes_reread=true",
+    ),
+    # first, softmax's and LayerNorm's rows of 32768 from a survey of those rows alone (--ops softmax,layernorm
+    # --shapes 4096x32768) with the Triton loop keeping the statistics per lane, the chunks read again
+    # (lanes_reread): softmax 98.2% of a copy where the Gluon loop with the row cached read 93.6;
+    # LayerNorm's two passes 91.6 against the one-pass loop's 91.2 (the rows of 32768 the survey of
+    # LayerNorm's rows of 16384 and more, -27-h200-welford-lanes, and softmax's, -27-h200-long-rows,
+    # decided before)
     Rule(
         "mean-var",
         65536,
-        131072,
+        100514,
         "triton",
-        "2026-11-27-h200-welford-lanes",
-        "4096x32768 91.3 vs 75.7; 32768x50257 55.6 vs 33.7",
-        plan="xblock=1,chunk=4096,num_warps=32",
+        "2026-11-28-h200-lanes-32768",
+        "4096x32768 91.6 vs 72.5",
+        plan="xblock=1,chunk=8192,num_warps=32,lanes_reread=true",
     ),
     Rule(
         "softmax",
         65536,
         100514,
-        "gluon",
-        "2026-11-27-h200-long-rows",
-        "4096x32768 92.4 vs 45.9",
-        plan="xblock=1,chunk=16384,num_warps=8",
+        "triton",
+        "2026-11-28-h200-lanes-32768",
+        "4096x32768 98.2 vs 46.0",
+        plan="xblock=1,chunk=4096,num_warps=32,lanes_reread=true",
     ),
     # first, softmax's rows of 8192 and 16384 from a survey of those rows alone (--ops softmax --shapes
     # 4096x16384,16384x16384,8192x8192,16384x8192) with the Triton loop keeping its statistics per lane,
@@ -1695,6 +1712,27 @@ H200_RULES: tuple[Rule, ...] = (
         "4096x16384 97.8 vs 44.4; 16384x16384 101.7 vs 45.5",
         plan="xblock=1,rblock=2048,num_warps=16,lanes_reread=true",
     ),
+    # first, softmax's and LayerNorm's rows of 4096 from a survey of those rows alone (--ops softmax,layernorm
+    # --shapes 8192x4096,32768x4096) with the lanes_reread loops among the plans: softmax in chunks of
+    # 1024 over 4 warps; LayerNorm keeps its plan (two rows a program over 16 warps)
+    Rule(
+        "mean-var",
+        8192,
+        16384,
+        "triton",
+        "2026-11-28-h200-lanes-4096",
+        "8192x4096 96.1 vs 66.7; 32768x4096 97.6 vs 67.9",
+        plan="xblock=2,num_warps=16",
+    ),
+    Rule(
+        "softmax",
+        8192,
+        16384,
+        "triton",
+        "2026-11-28-h200-lanes-4096",
+        "8192x4096 98.8 vs 43.7; 32768x4096 97.1 vs 40.7",
+        plan="xblock=1,rblock=1024,num_warps=4,lanes_reread=true",
+    ),
     Rule("mean-var", 0, 4096, "stock", "2026-11-27-h200-survey", "32768x512 94.3 vs 96.7; 65536x1024 99.3 vs 99.1"),
     Rule(
         "mean-var",
@@ -1704,15 +1742,6 @@ H200_RULES: tuple[Rule, ...] = (
         "2026-11-27-h200-survey",
         "32768x2048 100.1 vs 65.8",
         plan="xblock=1,num_warps=4",
-    ),
-    Rule(
-        "mean-var",
-        8192,
-        16384,
-        "triton",
-        "2026-11-27-h200-survey",
-        "8192x4096 97.3 vs 67.8; 32768x4096 97.8 vs 67.9",
-        plan="xblock=2,num_warps=16",
     ),
     Rule(
         "mean-var",
@@ -1744,15 +1773,6 @@ H200_RULES: tuple[Rule, ...] = (
         "2026-11-27-h200-survey",
         "32768x2048 100.0 vs 41.9",
         plan="xblock=1,num_warps=4",
-    ),
-    Rule(
-        "softmax",
-        8192,
-        16384,
-        "triton",
-        "2026-11-27-h200-survey",
-        "8192x4096 96.7 vs 43.4; 32768x4096 96.8 vs 40.8",
-        plan="xblock=2,num_warps=8",
     ),
     Rule(
         "softmax",
