@@ -235,7 +235,7 @@ class Plan(Pass):
     # read again from global memory (kernel attribute `lanes_reread`, which `softmax-lanes` and
     # `welford-lanes` read): a loop of each lane's maximum (sum), then one of its sum of exp (squared
     # deviations), then the output's, each with no reduction across warps inside. For rows whose
-    # chunks stay in L1 between the reads (rows of 8192-16384 on the H200)
+    # chunks stay in L1 or L2 between the reads (rows of 4096-32768 on the H200)
     lanes_reread: bool = False
     # > 1: each row split across a thread-block cluster of this many CTAs, each CTA's slice in its
     # shared memory in chunks of `chunk` (`cluster-rows`: Gluon, one row a cluster, `num_warps` a

@@ -363,7 +363,6 @@ def lanes_through_loops(kernel: Kernel, chain_: list[Segment]) -> None:
             lane_max if lane_max is not None else b.op("tile.full", type=src, value=-math.inf, name_hint="lanes_init")
         )
         body = [op for op in seg.loop.body.ops if op not in (seg.part, seg.combine, seg.loop.body.terminator)]
-        assert seg.loop is not None
         lane_max = lane_loop(b, seg.loop, start, body, seg.part.src, "lane_max", partial(max_step, part=seg.part))
     assert lane_max is not None
     b = Builder.after(end.op)
@@ -385,7 +384,6 @@ def lanes_through_loops(kernel: Kernel, chain_: list[Segment]) -> None:
             lane_sum = e if lane_sum is None else b.op("tile.add", lane_sum, e, type=src, name_hint="lane_sum")
             continue
         start = lane_sum if lane_sum is not None else b.op("tile.full", type=src, value=0.0, name_hint="lanes_zero")
-        assert seg.loop is not None
         lane_sum = lane_loop(b, seg.loop, start, seg.again, seg.part.src, "lane_sum", partial(sum_step, part=seg.part))
     assert lane_sum is not None
     joined = _joined(b, inits, row_max, lane_sum, row, [r.name_hint for r in end.after])
