@@ -150,6 +150,8 @@ class Derived:
     figures: str
     symbolic: bool = False  # a rule for rows of symbolic length (`Rule.symbolic`)
     column_sums: int = 0  # a mix-order rule's column sums (`Rule.column_sums`; 0: any)
+    short: str = ""  # rows of symbolic length: the short rows' plan (`Rule.short`)
+    short_below: int = 0
 
     def source(self, run: str) -> str:
         emitter, plan = split(self.action)  # "triton{chunk=...}": the emitter and its plan options
@@ -158,6 +160,7 @@ class Derived:
         extra += f", row_inputs={self.row_inputs}" if self.row_inputs != 1 else ""
         extra += ", symbolic=True" if self.symbolic else ""
         extra += f", column_sums={self.column_sums}" if self.column_sums else ""
+        extra += f", short={split(self.short)[1]!r}, short_below={self.short_below}" if self.short else ""
         hi = "2**62" if self.hi == END else str(self.hi)
         return f"Rule({self.family!r}, {self.lo}, {hi}, {emitter!r}, {run!r}, {self.figures!r}{extra}),"
 
@@ -403,12 +406,19 @@ def derive_models(
     rules: list[Derived] = []
     for group, buckets in sorted(by.items()):
         ranges: list[tuple[int, int, bool, str, list[tuple[Shape, str]]]] = []
+        short: dict[tuple[int, int, bool], tuple[str, int]] = {}
         for (lo, hi, symbolic), measured in sorted(buckets.items()):
-            key = chosen(measured, lambda s: min(margin, LONG_MARGIN) if s.ms["compile"] >= LONG_KERNEL_US else margin)
-            action = measured[0].candidates()[key] if key else "stock"
+            need = _models_margin(margin)
+            key = chosen(measured, need)
             quoted = [(s, key or s.fastest()) for s in measured]
+            halves = split_by_length(measured, need) if key is None and symbolic else None
+            if halves is not None:  # rows of symbolic length: one plan for the short rows, one for the rest
+                short_key, key, below = halves
+                short[lo, hi, symbolic] = (short_key, below)
+                quoted = [(s, short_key if s.n < below else key) for s in measured]
+            action = measured[0].candidates()[key] if key else "stock"
             last = ranges[-1] if ranges else None
-            if last is not None and (last[1], last[2], last[3]) == (lo, symbolic, action):
+            if last is not None and (last[1], last[2], last[3]) == (lo, symbolic, action) and not halves:
                 ranges[-1] = (last[0], hi, symbolic, action, last[4] + quoted)
             else:
                 ranges.append((lo, hi, symbolic, action, quoted))
@@ -417,8 +427,52 @@ def derive_models(
                 quoted = sorted(quoted, key=lambda sk: sk[0].ms["compile"] / sk[0].ms[sk[1]])[:QUOTED]
             figures = "; ".join(_model_figure(s, k) for s, k in quoted)
             family, inputs, elem, sums = group
-            rules.append(Derived(family, inputs, elem, lo, hi, action, figures, symbolic=symbolic, column_sums=sums))
+            short_key, below = short.get((lo, hi, symbolic), ("", 0))
+            rules.append(
+                Derived(
+                    family,
+                    inputs,
+                    elem,
+                    lo,
+                    hi,
+                    action,
+                    figures,
+                    symbolic=symbolic,
+                    column_sums=sums,
+                    short=short_key,
+                    short_below=below,
+                )
+            )
     return rules
+
+
+def _models_margin(margin: float) -> Callable[[Shape], float]:
+    """The margin a kernel of the models' runs must win by: `margin`, `LONG_MARGIN` for a kernel
+    stock takes `LONG_KERNEL_US` or more on."""
+    return lambda s: min(margin, LONG_MARGIN) if s.ms["compile"] >= LONG_KERNEL_US else margin
+
+
+def split_by_length(measured: list[Shape], need: Callable[[Shape], float]) -> tuple[str, str, int] | None:
+    """For kernels over rows of symbolic length that no one plan takes (`chosen`: it must win at
+    every length measured, and short rows want small chunks, long rows wide programs): (the short
+    rows' plan, the other rows' plan, the first row length of the others) where each half of the
+    lengths measured has a plan `chosen` takes, both Triton plans (the kernel launches one or the
+    other by its row length: tilec.runtime.launch's `split`), the split of the most speedup (the
+    sum of the log speedups of both halves); None where no split has."""
+    best: tuple[float, str, str, int] | None = None
+    for below in sorted({s.n for s in measured})[1:]:
+        lo = [s for s in measured if s.n < below]
+        hi = [s for s in measured if s.n >= below]
+        short_key, key = chosen(lo, need), chosen(hi, need)
+        if short_key is None or key is None or short_key == key:
+            continue
+        if not (planned(short_key) and planned(key) and split(short_key)[0] == split(key)[0] == "triton"):
+            continue
+        gain = sum(math.log(s.ms["compile"] / s.ms[short_key]) for s in lo)
+        gain += sum(math.log(s.ms["compile"] / s.ms[key]) for s in hi)
+        if best is None or gain > best[0]:
+            best = (gain, short_key, key, below)
+    return best[1:] if best is not None else None
 
 
 def read(path: str | None) -> list[dict[str, Any]]:

@@ -9,7 +9,8 @@ same-size copy. Prints what tilec took or why it declined, and the autotuner's t
     python bench/symbolic_probe.py               # rows and both, tilec's defaults against stock
     python bench/symbolic_probe.py --autotune    # both, the autotuner against stock
 
-Results: bench/results/2026-11-28-h200-symbolic-rows/ (default.log, autotune.log).
+Results: bench/results/2026-11-28-h200-symbolic-rows/ (default.log, autotune.log), and with the
+symbolic-length rules: bench/results/2026-11-28-h200-symbolic-survey/probe.log (default).
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # a first size, compiled static; the second compiles the symbolic kernel; then the sizes timed
 FIRST = {"rows": [(1000, 2048), (3000, 2048)], "both": [(1000, 3000), (3000, 5000)]}
-TIMED = {"rows": [(32768, 2048), (8192, 2048)], "both": [(4096, 16384), (8192, 4096), (32768, 2048)]}
+TIMED = {
+    "rows": [(32768, 2048), (8192, 2048)],
+    "both": [(4096, 16384), (8192, 4096), (32768, 2048), (16384, 1000), (65536, 256)],
+}
 AUTOTUNED_FIRST = [(1000, 3000), (4096, 8192)]
 AUTOTUNED_TIMED = [(4096, 8192), (4096, 16384), (32768, 1024)]
 

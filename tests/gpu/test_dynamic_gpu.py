@@ -151,3 +151,42 @@ def test_a_number_passed_by_value_changes_per_call(emitter: str) -> None:
     assert sum(kernel.launches.values()) == len(scales)
     bound = kernel._bound
     assert bound is not None and bound.size_args, "the bound launch path takes the value as an argument"
+
+
+def plain_softmax(x: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(x.float(), -1).to(x.dtype)
+
+
+def plain_layernorm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return F.layer_norm(x, (x.shape[-1],), w, b)
+
+
+# rows of symbolic length, shorter than the H200 table's split (256, 1000), at it and past it
+LENGTHS = ((4096, 256), (700, 1000), (64, 2048), (33, 3001), (300, 4096), (8, 32768))
+
+
+@pytest.mark.parametrize("fn", [plain_softmax, plain_layernorm], ids=lambda f: f.__name__)
+def test_rows_of_symbolic_length_take_the_plan_of_their_length(fn) -> None:
+    """With every size symbolic (`dynamic=True`: a varying row length) the kernel is compiled once;
+    where the GPU's table gives its short rows a plan of their own (the H200's), each launch takes
+    the variant of its row length, and every length, aligned or not, equals eager."""
+    skip_unless_runs("triton")
+    with tilec.config.patch(emitter="auto"):
+        compiled = torch.compile(fn, dynamic=True, fullgraph=True)
+        for rows, n in LENGTHS:
+            x = torch.randn(rows, n, device="cuda", dtype=bf16) * 3
+            extra = [torch.randn(n, device="cuda", dtype=bf16) for _ in range(2)] if fn is plain_layernorm else []
+            y = compiled(x, *extra)
+            want = fn(x.float(), *[t.float() for t in extra]).to(bf16)
+            assert_close(y.float(), want.float(), bf16, what=f"{fn.__name__} {rows}x{n}")
+    torch.cuda.synchronize()
+    records = tilec.report()
+    assert len(records) == 1, [(r.kernel, r.reason) for r in records]
+    (record,) = records
+    if "H200" not in torch.cuda.get_device_name():
+        return  # (the H100's table has no rule for rows of symbolic length: stock keeps them)
+    assert record.taken and record.emitter == "triton", record.reason
+    kernel = loaded_kernels(record.kernel)[-1]
+    assert kernel.split is not None
+    short = sum(1 for _, n in LENGTHS if n < kernel.split[1])
+    assert kernel.launches == {"primary": len(LENGTHS) - short, "fallback": short}, kernel.launches

@@ -438,3 +438,51 @@ def test_a_launch_hook_sends_bound_launches_back_to_triton(monkeypatch, which: s
         chain.remove(hook)
     assert not launch.knobs_hooked()
     assert b.launch((x,), 7) and bound == [1, 1]
+
+
+def test_rows_shorter_than_the_split_take_the_short_rows_plan(monkeypatch) -> None:
+    """A kernel over rows of symbolic length with a plan for its short rows (`split`: the run()
+    argument that is the row length, the length from which the primary serves): each launch takes
+    the variant of its row length, in either order, and a launch bound to one variant (`_Bound`)
+    is not reused for rows of the other."""
+    import tilec.runtime.launch as launch
+
+    monkeypatch.setattr(launch, "_current_device", lambda: 0)
+    monkeypatch.setattr(launch, "_current_stream", lambda index: 7)
+    calls: list[tuple[str, Any]] = []
+
+    def module(kind: str, factor: int) -> FakeModule:
+        def launch(x: torch.Tensor, y: torch.Tensor, n: int, num_sms: int = 1) -> None:
+            calls.append((kind, n))
+            y.copy_(factor * x)
+
+        return FakeModule(launch=launch)
+
+    # run(x, y, n): the row length is argument 2; rows of 1024 and more take the primary
+    k = TilecKernel(
+        "k",
+        variant(module("long", 2), "triton", (0, 1, 2)),
+        variant(module("short", 3), "triton", (0, 1, 2)),
+        device="cuda",
+        split=(2, 1024),
+    )
+    k._sms = lambda: 132  # type: ignore[method-assign]
+    x = torch.randn(4, 8)
+    for n, kind, factor in ((1024, "long", 2), (1023, "short", 3), (256, "short", 3), (4096, "long", 2)):
+        y = torch.empty_like(x)
+        k.run(x, y, n)
+        assert calls[-1] == (kind, n)
+        torch.testing.assert_close(y, factor * x)
+    assert k.launches == {"primary": 2, "fallback": 2}
+
+    bound: list[str] = []
+    k._bound = SimpleNamespace(role="primary", launch=lambda args, stream: bound.append("primary") or True)  # type: ignore[assignment]
+    k.run(x, torch.empty_like(x), 2048, stream=7)  # long rows: the bound primary
+    k.run(x, torch.empty_like(x), 100, stream=7)  # short rows: not the bound primary
+    assert bound == ["primary"] and calls[-1] == ("short", 100)
+
+
+def test_a_kernel_without_a_second_variant_ignores_a_split() -> None:
+    calls: list[tuple[str, Any]] = []
+    k = TilecKernel("k", variant(doubling_module("triton", calls), "triton", (0, 1)), split=(1, 10))
+    assert k.split is None

@@ -6,7 +6,9 @@ left as they were."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 from profiles import examples
 
 from examples import run_chain
+from tilec import interp
 from tilec.ir.core import defining_op
 from tilec.ir.ops import AssumeMultipleOp, ForOp
 from tilec.testing import assert_close
@@ -244,3 +247,155 @@ def test_a_kernel_whose_row_loop_reads_nothing_keeps_chunk_wide_pieces() -> None
     kernel = module.kernels[0]
     assert {op.attr("end") for op in kernel.walk() if op.name == "tile.arange"} == {1, 32768}
     assert any(isinstance(op, AssumeMultipleOp) for op in kernel.walk())  # aligned all the same
+
+
+# -- rows of symbolic length (`torch.compile(dynamic=True)`): one kernel for every length
+
+
+def layernorm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.layer_norm(x.float(), (x.shape[-1],), w.float(), b.float()).to(x.dtype)
+
+
+SYMBOLIC = {"softmax": softmax, "rmsnorm": rmsnorm, "layernorm": layernorm}
+# a survey plan (bench/symbolic_survey.py), and plans of small chunks the interpreter runs quickly
+SURVEYED = "xblock=1,rblock=1024,num_warps=4,lanes_reread=true"
+
+
+@functools.cache
+def _symbolic(name: str, pipeline: str) -> tuple[Any, Any]:
+    """`name`'s kernel traced with every size symbolic (its rows and row length the kernel's
+    `xnumel` and `rnumel`), after `pipeline`."""
+    from tilec.frontend import Lowered
+    from tilec.frontend.capture import capture
+    from tilec.ir import parse, print_kernel
+    from tilec.passes import run_pipeline
+
+    (k,) = capture(SYMBOLIC[name], _symbolic_inputs(name, 4, 1001), dynamic="all", strict=True)
+    assert isinstance(k.result, Lowered) and k.result.rnumel is None
+    assert set(k.result.sizes) == {"xnumel", "rnumel"}
+    module = parse(print_kernel(k.result.kernel))
+    run_pipeline(module, pipeline)
+    return k.result, module.kernels[0]
+
+
+def _symbolic_inputs(name: str, rows: int, cols: int) -> list[torch.Tensor]:
+    torch.manual_seed(rows * 1000 + cols)
+    x = (torch.randn(rows, cols) * 3).bfloat16()
+    if name != "layernorm":
+        return [x]
+    return [x + 1, torch.randn(cols).bfloat16(), torch.randn(cols).bfloat16()]
+
+
+def _run_symbolic(name: str, pipeline: str, rows: int, cols: int, triton: bool = False) -> None:
+    lowered, kernel = _symbolic(name, pipeline)
+    inputs = _symbolic_inputs(name, rows, cols)
+    tensors = iter(inputs)
+    out = torch.full((rows, cols), float("nan")).bfloat16()
+    args = [out if a.is_written else next(tensors) for a in lowered.args]
+    sizes = [{"xnumel": rows, "rnumel": cols}[s] for s in lowered.sizes]
+    if triton:
+        from tilec.emit.triton import emit_triton
+        from tilec.runtime import load_source
+
+        load_source(emit_triton(kernel).source, interpret=True).launch(*args, *sizes, num_sms=4)
+    else:
+        interp.run(kernel, *args, *sizes)
+    want = SYMBOLIC[name](*[t.float() for t in inputs])
+    assert_close(out.float(), want, torch.bfloat16, what=f"{name} {rows}x{cols} after {pipeline}")
+
+
+@settings(max_examples=examples(12), deadline=None)
+@given(
+    name=st.sampled_from(sorted(SYMBOLIC)),
+    rows=st.integers(1, 5),
+    cols=st.integers(1, 700),
+    chunk=st.sampled_from([64, 256]),
+    accumulate=st.booleans(),
+)
+# rows shorter than a vector, than the first vector plus a chunk, exactly a chunk, aligned, and
+# eight rows of a length whose misalignments take every value 0-7
+@example(name="softmax", rows=3, cols=5, chunk=64, accumulate=True)
+@example(name="rmsnorm", rows=2, cols=70, chunk=64, accumulate=False)
+@example(name="layernorm", rows=2, cols=256, chunk=256, accumulate=True)
+@example(name="softmax", rows=4, cols=512, chunk=64, accumulate=False)
+@example(name="layernorm", rows=8, cols=697, chunk=64, accumulate=False)
+def test_rows_of_symbolic_length_equal_eager_at_every_length(
+    name: str, rows: int, cols: int, chunk: int, accumulate: bool
+) -> None:
+    """One kernel, traced at 4x1001, split by align-rows whatever the length: at lengths shorter
+    than a vector, with no whole chunk, aligned or not, it computes what eager PyTorch computes
+    (tilec's interpreter checks the alignment promises the pieces make)."""
+    _run_symbolic(name, _pipeline(chunk, accumulate=accumulate), rows, cols)
+
+
+@pytest.mark.parametrize("name", sorted(SYMBOLIC))
+def test_the_surveyed_plan_of_rows_of_symbolic_length_equals_eager(name: str) -> None:
+    """The Triton pipeline with a plan bench/symbolic_survey.py times (chunks of 1024 over 4 warps,
+    the statistics per lane), in tilec's interpreter and as emitted Triton in Triton's, at lengths
+    below a chunk, of one chunk and of several, aligned and not."""
+    from tilec.passes.pipelines import with_plan
+
+    pipeline = with_plan("triton-default", SURVEYED)
+    for rows, cols in ((3, 7), (2, 1024), (5, 1000), (2, 3001)):
+        _run_symbolic(name, pipeline, rows, cols)
+    for rows, cols in ((3, 1001), (2, 2048)):
+        _run_symbolic(name, pipeline, rows, cols, triton=True)
+
+
+def test_rows_of_symbolic_length_are_read_in_vectors(tmp_path) -> None:
+    """Compiled for sm_90, softmax over rows of symbolic length reads and writes the chunks past
+    the first vector in 16-byte vectors (before align-rows took symbolic lengths, every access
+    of it was a 2-byte one), and keeps each lane's maximum over the chunks (`accumulate`): no
+    reduction across the warps inside a loop."""
+    import collections
+    import re
+
+    from triton_ptx import triton_ptx
+
+    from tilec.ir.ops import ReduceOp
+    from tilec.passes.pipelines import with_plan
+
+    _, kernel = _symbolic("softmax", with_plan("triton-default", SURVEYED))
+    for loop in (op for op in kernel.walk() if isinstance(op, ForOp)):
+        assert not any(isinstance(op, ReduceOp) for op in loop.body.walk()), loop
+    counts = collections.Counter(re.findall(r"(?:ld|st)\.global[.:\w]*", triton_ptx(kernel, tmp_path)))
+    vectors = {ins: n for ins, n in counts.items() if ".v4." in ins}
+    assert sum(n for ins, n in vectors.items() if ins.startswith("ld")) >= 3, counts  # the max, sum, output loops
+    assert sum(n for ins, n in vectors.items() if ins.startswith("st")) >= 1, counts
+
+
+def test_a_build_with_a_plan_for_short_rows_launches_it_below_its_length() -> None:
+    """The hook's build of a kernel over rows of symbolic length whose rule gives its short rows a
+    plan of their own: the fallback variant is the Triton pipeline with that plan, and the
+    wrapper's definition passes the row length's argument and the length (`split`), which the
+    launcher reads; on the CPU both variants run in Triton's interpreter and equal eager."""
+    from tilec.inductor.build import build
+    from tilec.inductor.wrapper import definition
+    from tilec.passes.pipelines import with_plan
+    from tilec.runtime.launch import load_kernel
+
+    lowered, _ = _symbolic("softmax", "triton-default")
+    short = "xblock=1,rblock=256,num_warps=1,lanes_reread=true"
+    built = build(lowered, "triton", "cpu", SURVEYED, short=(short, 2048))
+    names = [a.param for a in lowered.args] + list(lowered.sizes)
+    assert built.split == (names.index("rnumel"), 2048)
+    assert built.primary.pipeline == with_plan("triton-default", SURVEYED)
+    assert built.fallback is not None and built.fallback.pipeline == with_plan("triton-default", short)
+    assert "split=(" in definition("k", built)
+    kernel = load_kernel(
+        "k",
+        built.primary.source.replace("tilec_kernel_name_placeholder", "k"),
+        "triton",
+        built.primary.order,
+        fallback=built.fallback.source.replace("tilec_kernel_name_placeholder", "k"),
+        fallback_order=built.fallback.order,
+        device="cpu",
+        split=built.split,
+    )
+    for rows, cols in ((3, 1001), (2, 2048), (2, 2500)):
+        x = _symbolic_inputs("softmax", rows, cols)[0]
+        out = torch.full((rows, cols), float("nan")).bfloat16()
+        sizes = {"xnumel": rows, "rnumel": cols}
+        kernel.run(*[out if a.is_written else x for a in lowered.args], *[sizes[s] for s in lowered.sizes])
+        assert_close(out.float(), softmax(x.float()), torch.bfloat16, what=f"{rows}x{cols}")
+    assert kernel.launches == {"primary": 2, "fallback": 1}

@@ -600,7 +600,8 @@ def test_measured_families_are_covered_at_every_row_size() -> None:
     has a rule: no measured family falls through to the unmeasured decline."""
     for gpu, table in TABLES.items():
         for family in ("sum", "mean-var", "softmax"):
-            ranges = sorted((r.lo, r.hi) for r in table if (r.family, r.elem_bytes, r.row_inputs) == (family, 2, 1))
+            static = (r for r in table if not r.symbolic)  # (a rule of symbolic rows covers no static row)
+            ranges = sorted((r.lo, r.hi) for r in static if (r.family, r.elem_bytes, r.row_inputs) == (family, 2, 1))
             assert ranges[0][0] == 0 and ranges[-1][1] == 2**62, (gpu, family, ranges)
             assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges)), (gpu, family, ranges)
 
@@ -1080,3 +1081,62 @@ def test_a_cross_entropys_log_sum_exp_has_rules_of_its_own(
     choice = choose(kernel, hopper=True, gpu=getattr(target, gpu).name)
     assert isinstance(choice, Choice) and (choice.emitter, choice.plan) == (emitter, plan), choice
     assert choice.reason.startswith(f"measured fastest for {family} rows") and f"{RESULTS}/{run}:" in choice.reason
+
+
+def test_rows_of_symbolic_length_on_the_h200_take_a_plan_for_their_short_rows() -> None:
+    """Softmax and LayerNorm over rows of symbolic length (`torch.compile(dynamic=True)`): on the
+    H200 no one plan beat stock at every length surveyed (bench/results/2026-11-28-h200-symbolic-
+    survey), so the rule gives the short rows a plan of their own, below the length from which the
+    other plan won; RMSNorm's rows of 256 stay stock's, so its rule keeps stock. The H100, with no
+    such survey, keeps stock for lack of a measurement."""
+    from tilec.frontend.capture import capture
+    from tilec.ir.target import H200
+
+    def kernel(fn: Any, *inputs: torch.Tensor) -> Any:
+        (k,) = capture(fn, list(inputs), dynamic="all")
+        return k.result.kernel  # type: ignore[union-attr]
+
+    x, w = torch.randn(64, 1000, dtype=torch.bfloat16), torch.randn(1000, dtype=torch.bfloat16)
+    softmax = kernel(lambda x: torch.softmax(x.float(), -1).to(x.dtype), x)
+    assert signature(softmax).symbolic
+    choice = choose(softmax, hopper=True, gpu=H200.name)
+    assert isinstance(choice, Choice) and choice.emitter == "triton", choice
+    assert choice.plan and choice.short and choice.plan != choice.short and choice.short_below > 256
+    assert "2026-11-28-h200-symbolic-survey" in choice.reason
+    layernorm = kernel(lambda x, w, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b), x, w, w)
+    ln = choose(layernorm, hopper=True, gpu=H200.name)
+    assert isinstance(ln, Choice) and ln.short, ln
+    rmsnorm = kernel(lambda x, w: x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(x.dtype) * w, x, w)
+    rms = choose(rmsnorm, hopper=True, gpu=H200.name)
+    assert isinstance(rms, Decline) and rms.reason.startswith(
+        "stock Inductor measured faster for sum rows of symbolic"
+    ), rms
+    on_h100 = choose(softmax, hopper=True)
+    assert isinstance(on_h100, Decline) and "rows of symbolic length" in on_h100.reason, on_h100
+
+
+def test_rows_of_symbolic_length_split_where_no_one_plan_wins_at_every_length() -> None:
+    """bench/rules.py --kernels on a survey of rows of symbolic length (bench/symbolic_survey.py:
+    one kernel timed at several sizes): where a plan wins at every length, it alone; where none
+    does but one wins below a measured length and another from it, both (`short`, `short_below`:
+    the split of the most speedup); where no split has a plan on each side, stock."""
+    tool = load("rules")
+    sig = ("softmax", 1, 2, None, None, 0)
+    small, wide = "triton{xblock=1,rblock=256,num_warps=1}", "triton{xblock=1,rblock=2048,num_warps=4}"
+
+    def sized(m: int, n: int, ms: dict[str, float]) -> dict[str, Any]:
+        return _model_row((sig, ms), traced=[m, n])
+
+    short_rows = sized(65536, 256, {"stock": 0.050, small: 0.040, wide: 0.090})
+    mid_rows = sized(8192, 2048, {"stock": 0.060, small: 0.030, wide: 0.031})
+    long_rows = sized(1024, 32768, {"stock": 0.110, small: 0.150, wide: 0.080})
+    (both,) = tool.derive_models([short_rows, mid_rows, long_rows])
+    assert both.symbolic and both.action == wide and both.short == small, both
+    assert both.short_below == 32768  # the mid rows: both win there, the small plan by more
+    assert "short='xblock=1,rblock=256,num_warps=1', short_below=32768" in both.source("run")
+    assert "65536x256 40.0 vs 50.0 us" in both.figures and "1024x32768 80.0 vs 110.0 us" in both.figures
+    (one,) = tool.derive_models([mid_rows, long_rows])
+    assert one.action == wide and not one.short
+    lost = sized(2048, 16384, {"stock": 0.070, small: 0.090, wide: 0.075})  # between the two: neither wins
+    (stock,) = tool.derive_models([short_rows, mid_rows, lost, long_rows])
+    assert stock.action == "stock" and not stock.short

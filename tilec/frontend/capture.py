@@ -28,7 +28,7 @@ import functools
 import types
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import sympy
 import torch
@@ -514,7 +514,7 @@ def capture(
     fn: Callable[..., Any],
     inputs: Sequence[Any],
     device: str = "cuda",
-    dynamic: bool = False,
+    dynamic: bool | Literal["all"] = False,
     strict: bool = False,
     fuse: Callable[[Any, int, int, int, int, int], bool] | None = None,
 ) -> list[CapturedKernel]:
@@ -523,7 +523,9 @@ def capture(
     tile IR or the reason tilec does not take it. Raises CaptureError if tracing fails.
 
     `dynamic`: every input's leading dimensions are symbolic (batch and sequence, as Dynamo makes
-    them after a model meets a second sequence length), its last dimension static.
+    them after a model meets a second sequence length), its last dimension static; "all": every
+    dimension of every input symbolic, the last too (`torch.compile(dynamic=True)`: a row length
+    that varies, as an attention softmax's over a varying sequence).
 
     `fuse(device, rows, row, elem_bytes, sums, row_inputs)`: whether a norm's backward of `rows`
     rows of `row` elements (`sums` column sums, `row_inputs` whole rows read) that stock Inductor
@@ -549,7 +551,8 @@ def capture(
         if dynamic:
             for t in args:
                 if isinstance(t, torch.Tensor):
-                    for dim in range(t.dim() - 1):  # the leading dimensions; the last stays static
+                    # the leading dimensions; the last stays static unless every one is symbolic
+                    for dim in range(t.dim() if dynamic == "all" else t.dim() - 1):
                         torch._dynamo.mark_dynamic(t, dim)
         compiled = torch.compile(fn, dynamic=False, fullgraph=True)
         try:

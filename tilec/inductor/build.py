@@ -49,6 +49,9 @@ class KernelBuild:
     fallback: Emitted | None = None
     tma: list[tuple[int, tuple[int, ...], int]] = field(default_factory=list)
     device: str = "cuda"
+    # rows of symbolic length with a plan of their own for short rows: (the run() argument that is
+    # the row length, the length from which the primary runs); the fallback is the short rows' plan
+    split: tuple[int, int] | None = None
     stem: str = "triton"  # the kernel's name, less the wrapper's counter
     tuning: str | None = None  # the autotuner's timings, when it chose
     # the chooser's signature of the kernel (policy.signature_key), and the autotuner's timings
@@ -112,9 +115,12 @@ def _tma_operands(kernel: Any, names: list[str]) -> list[tuple[int, tuple[int, .
     return out
 
 
-def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuild:
+def build(lowered: Any, emitter: str, device: str, plan: str = "", short: tuple[str, int] | None = None) -> KernelBuild:
     """Runs the pipelines on copies of the logical kernel and emits each variant. `plan`: options
-    set on the primary emitter's plan pass (the chooser's or the autotuner's plan variant). A
+    set on the primary emitter's plan pass (the chooser's or the autotuner's plan variant).
+    `short`: (plan options, length) for a Triton kernel over rows of symbolic length: its
+    fallback variant is the Triton pipeline with those options, launched on rows shorter than the
+    length (`KernelBuild.split`). A
     banded kernel (`lowered.column_sums`: a norm's backward with its weights' gradients) built for
     Gluon runs the banded Gluon pipeline (`tilec.config.banded_gluon_pipeline`), or with `plan` its
     cluster form's options (`is_cluster_plan`) the banded cluster pipeline with them, and has no
@@ -140,7 +146,13 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "") -> KernelBuil
             _built.clear()
         _built[key] = built
     primary, fallback, tma = built
-    return KernelBuild(lowered, primary, fallback, list(tma), device)
+    if short is None:
+        return KernelBuild(lowered, primary, fallback, list(tma), device)
+    if emitter != "triton" or "rnumel" not in names:
+        raise RuntimeError("a plan for short rows needs a Triton kernel over rows of symbolic length")
+    options, length = short
+    back = build(lowered, "triton", device, options).primary
+    return KernelBuild(lowered, primary, back, [], device, split=(names.index("rnumel"), length))
 
 
 def pipeline_for(kind: str, emitter: str, plan: str, banded: bool) -> str:

@@ -166,7 +166,7 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | Declin
         if isinstance(lowered, Unsupported):
             return Declined(lowered.reason)
         key = signature_key(lowered.kernel)
-        plan_options, tuned = "", None
+        plan_options, tuned, short = "", None, None
         if device.type == "cuda":  # the chooser's rules and the autotuner's timings are GPU measurements
             from tilec.inductor import autotune
             from tilec.passes.plan import reads_columns, reduction_numel
@@ -187,8 +187,8 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | Declin
             decided = _decided(tuned, lowered.kernel, hopper, forced, target)
             if isinstance(decided, str):
                 return _declined(decided, key, lowered, tuned)
-            emitter, plan_options = decided
-        built = build(lowered, emitter, device.type, plan_options)
+            emitter, plan_options, short = decided
+        built = build(lowered, emitter, device.type, plan_options, short)
         built.stem = name_stem(lowered, list(features.node_schedule))
         return _with_facts(built, key, lowered, tuned)
     except Exception as e:
@@ -197,20 +197,24 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | Declin
         return Declined(_failed(e), key)
 
 
-def _decided(tuned: Any, kernel: Any, hopper: bool, forced: str | None, target: Target) -> tuple[str, str] | str:
-    """(emitter, plan options): what the autotuner timed fastest (`tuned`, where it ran), else what
-    the GPU's table says; or the reason stock Inductor keeps the kernel."""
+def _decided(
+    tuned: Any, kernel: Any, hopper: bool, forced: str | None, target: Target
+) -> tuple[str, str, tuple[str, int] | None] | str:
+    """(emitter, plan options, the short rows' plan and the length it serves below, or None): what
+    the autotuner timed fastest (`tuned`, where it ran), else what the GPU's table says; or the
+    reason stock Inductor keeps the kernel."""
     from tilec.inductor import autotune
     from tilec.passes.chooser import Decline, choose
 
     if tuned is not None:
         if tuned.winner == autotune.STOCK:
             return f"stock Inductor timed fastest when autotuned: {tuned.describe()}"
-        return autotune.split(tuned.winner)
+        return (*autotune.split(tuned.winner), None)
     choice = choose(kernel, hopper=hopper, forced=forced, decline=cfg.decline, gpu=target.name)
     if isinstance(choice, Decline):
         return choice.reason
-    return choice.emitter, choice.plan
+    short = (choice.short, choice.short_below) if choice.short and choice.emitter == "triton" else None
+    return choice.emitter, choice.plan, short
 
 
 def _failed(e: Exception) -> str:
@@ -319,7 +323,7 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
         decided = _decided(tuned, lowered.kernel, ring, forced, target)
         if isinstance(decided, str):
             return _declined(decided, key, lowered, tuned)
-        kind, options = decided
+        kind, options, _ = decided  # (no mix-order rule has a plan for short rows)
         try:
             made = built_as(f"{kind}{{{options}}}" if options else kind)
         except NoRingError as e:

@@ -50,6 +50,8 @@ def definition(name: str, built: KernelBuild) -> str:
         ]
     if built.tma:
         lines.append(f"    tma={built.tma!r},")
+    if built.split is not None:
+        lines.append(f"    split={built.split!r},")
     lines += [f"    device={built.device!r},", ")"]
     return "\n".join(lines)
 
@@ -57,7 +59,15 @@ def definition(name: str, built: KernelBuild) -> str:
 def define_once(wrapper: Any, built: KernelBuild, metadata: Callable[[], str]) -> str:
     """Defines the kernel in the wrapper, named `built.stem` and the wrapper's counter, unless an
     identical kernel is defined already; returns its name."""
-    key = "\0".join(["tilec", built.primary.source, built.fallback.source if built.fallback else "", repr(built.tma)])
+    key = "\0".join(
+        [
+            "tilec",
+            built.primary.source,
+            built.fallback.source if built.fallback else "",
+            repr(built.tma),
+            repr(built.split),
+        ]
+    )
     name = wrapper.src_to_kernel.get(key)
     if name is None:
         name = f"{built.stem}_{wrapper.next_kernel_suffix()}"

@@ -1,4 +1,4 @@
-"""accumulate: a loop's running sum is kept as a whole tile, reduced once after the loop.
+"""accumulate: a loop's running sum (or maximum, minimum) is kept as a whole tile, reduced once after the loop.
 
 In the logical form each chunk of a reduction loop is reduced to one value per row, and the
 partial is added to the carried total. Along an axis that a program's warps share (a column
@@ -13,8 +13,13 @@ before (`cluster-rows` unrolls a CTA's chunks so, before the exchange) — is ca
 each chunk's tile adds to the running tile where its sum was added, so each chunk's values die
 there as before, and one reduction follows the last.
 
-Only sums of float tiles, in loops where the carried value's one use is that add (chains: every
-link's sum and partial total used once, every chunk a tile of one type). Which loops
+A loop's running maximum or minimum (softmax's first loop over a row of symbolic length, where
+Inductor does not use its online form) is carried the same way, each lane's `maximum` of the
+chunks (masked elements -inf), one `max` reduction after the loop: the same value, bit for bit.
+
+Only sums, maxima and minima of float tiles, in loops where the carried value's one use is that
+combine (chains: sums alone; every link's sum and partial total used once, every chunk a tile of
+one type). Which loops
 (`where`): "warps" (the default), those whose chunk sum crosses warps: a column reduction's, and
 a row's when the plan spreads one row over several warps (one row a program over 16 or 32 warps:
 the Triton plan for rows of 32K and more, where the per-chunk barrier cost RMSNorm a third of its
@@ -51,6 +56,7 @@ After:
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from tilec.ir.builder import Builder
@@ -72,66 +78,83 @@ def warps_along(red: ReductionOp) -> int:
     return layout.warps_per_cta[red.attr("axis")]
 
 
+# a running reduction's kind -> the op that folds a chunk's value into it, its identity and the
+# identity's name
+COMBINES = {
+    "sum": ("tile.add", 0.0, "c0"),
+    "max": ("tile.maximum", -math.inf, "lowest"),
+    "min": ("tile.minimum", math.inf, "highest"),
+}
+NOUNS = {"sum": "sum", "max": "maximum", "min": "minimum"}
+
+
 def _running_sum(loop: ForOp, i: int, counts: dict[int, int]) -> ReduceOp | str:
-    """The chunk reduction that carried value `i` adds up, or why it is not one."""
+    """The chunk reduction that carried value `i` folds up (a sum, maximum or minimum), or why it
+    is not one."""
     acc = loop.iter_args[i]
     t = acc.type
     if not isinstance(t, TileType) or not t.dtype.is_float:
         return "the carried value is not a float tile"
     nxt = yielded_values(loop.body)[i]
-    add = defining_op(nxt)
-    if not isinstance(add, ElementwiseOp) or add.name != "tile.add" or add.parent is not loop.body:
-        return "the carried value is not updated by an add"
-    a, b = add.operands
+    fold = defining_op(nxt)
+    kinds = {name: kind for kind, (name, _, _) in COMBINES.items()}
+    if not isinstance(fold, ElementwiseOp) or fold.name not in kinds or fold.parent is not loop.body:
+        return "the carried value is not updated by an add, a maximum or a minimum"
+    kind = kinds[fold.name]
+    a, b = fold.operands
     part = b if a is acc else a if b is acc else None
     if part is None or counts.get(id(acc), 0) != 1 or counts.get(id(nxt), 0) != 1:
         return "the carried value has other uses"
     red = defining_op(part)
-    if not isinstance(red, ReduceOp) or red.attr("kind") != "sum" or red.parent is not loop.body:
-        return "what is added is not a sum of the chunk"
+    if not isinstance(red, ReduceOp) or red.attr("kind") != kind or red.parent is not loop.body:
+        return f"what the {NOUNS[kind]} takes is not a {NOUNS[kind]} of the chunk"
     if counts.get(id(part), 0) != 1:
-        return "the chunk's sum has other uses"
+        return f"the chunk's {NOUNS[kind]} has other uses"
     src = red.src.type
     if not isinstance(src, TileType) or src.dtype != t.dtype or red.attr("axis") != src.rank - 1:
-        return "the chunk's sum is not along the loop's axis in the carried dtype"
+        return f"the chunk's {NOUNS[kind]} is not along the loop's axis in the carried dtype"
     return red
 
 
 def accumulate(kernel: Kernel, loop: ForOp, i: int, red: ReduceOp) -> None:
-    """Rewrites carried value `i` of `loop` (the running sum of `red`) as a chunk-shaped tile."""
+    """Rewrites carried value `i` of `loop` (the running sum, maximum or minimum of `red`) as a
+    chunk-shaped tile."""
     src = red.src.type
     assert isinstance(src, TileType)
+    kind = red.attr("kind")
+    name, identity, _ = COMBINES[kind]
     init = loop.inits[i]
     before = Builder.before(loop)
-    zero = before.op("tile.full", type=src, value=0.0, name_hint=f"{init.name_hint or 'acc'}_2d")
-    loop.inits = [zero if k == i else v for k, v in enumerate(loop.inits)]
+    start = before.op("tile.full", type=src, value=identity, name_hint=f"{init.name_hint or 'acc'}_2d")
+    loop.inits = [start if k == i else v for k, v in enumerate(loop.inits)]
     acc, result = loop.iter_args[i], loop.results[i]
     acc.type = src
     result.type = src
-    add = defining_op(yielded_values(loop.body)[i])
-    assert add is not None
+    fold = defining_op(yielded_values(loop.body)[i])
+    assert fold is not None
     kept = _kept(red)
-    add.operands = [acc, kept] if add.operands[0] is acc else [kept, acc]
-    add.result.type = src
+    fold.operands = [acc, kept] if fold.operands[0] is acc else [kept, acc]
+    fold.result.type = src
     red.erase()
     after = Builder.after(loop)
-    total = after.op("tile.reduce", result, type=red.result.type, kind="sum", axis=src.rank - 1, name_hint="total")
+    total = after.op("tile.reduce", result, type=red.result.type, kind=kind, axis=src.rank - 1, name_hint="total")
     made = [defining_op(total)]
-    if const_value(init) != 0:
-        total = after.op("tile.add", init, total, type=red.result.type, name_hint="total")
+    if const_value(init) != identity:
+        total = after.op(name, init, total, type=red.result.type, name_hint="total")
         made.append(defining_op(total))
     replace_uses(kernel.body, result, total, keep=made)
 
 
 def _kept(red: ReduceOp) -> Value:
-    """The chunk tile `red` sums, 0 where its mask is off."""
+    """The chunk tile `red` reduces, its kind's identity (0 for a sum) where its mask is off."""
     if red.mask is None:
         return red.src
     src = red.src.type
     assert isinstance(src, TileType)
     b = Builder.before(red)
-    c0 = b.constant(0.0, src.dtype, name_hint="c0")
-    return b.op("tile.where", red.mask, red.src, c0, type=src, name_hint="kept")
+    _, identity, hint = COMBINES[red.attr("kind")]
+    fill = b.constant(identity, src.dtype, name_hint=hint)
+    return b.op("tile.where", red.mask, red.src, fill, type=src, name_hint="kept")
 
 
 def _chunk_sum(v: Value, row: object, block: object, counts: dict[int, int]) -> ReduceOp | None:
@@ -198,10 +221,11 @@ def accumulate_chain(kernel: Kernel, start: Value, links: list[tuple[ReduceOp, E
 
 @register
 class Accumulate(Pass):
-    """Running sums of reduction loops carried as whole tiles, reduced once after the loop."""
+    """Running sums (maxima, minima) of reduction loops carried as whole tiles, reduced once after
+    the loop."""
 
     name = "accumulate"
-    unchanged = "no loop or unrolled chain carries a sum of chunk reductions"
+    unchanged = "no loop or unrolled chain carries a sum, maximum or minimum of chunk reductions"
     where: Literal["columns", "warps", "all"] = "warps"
 
     def run(self, module: Module) -> None:
@@ -216,7 +240,7 @@ class Accumulate(Pass):
                 for i in range(len(loop.inits)):
                     found = _running_sum(loop, i, use_counts(kernel.body))
                     if isinstance(found, ReduceOp) and self.where == "warps" and not columns and warps_along(found) < 2:
-                        found = "the chunk's sum stays within a warp: no barrier to save"
+                        found = f"the chunk's {NOUNS[found.attr('kind')]} stays within a warp: no barrier to save"
                     if isinstance(found, str):
                         why.append(f"%{loop.iter_args[i].name_hint}: {found}")
                     else:

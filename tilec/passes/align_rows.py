@@ -17,10 +17,17 @@ addresses, and becomes four:
 - the last partial vector (less than `vec` elements), masked at the row's end.
 
 The bounds of the last three depend on the row, so they stay loops (`peel` and `canonicalize`
-leave them). Only kernels with XBLOCK = 1, one constant row length that is no multiple of the
-vector, chunk loops from 0 to N, and every access and reduction in them masked; the loads and
-stores rewritten are those at the row start plus the column. Chunk sums regroup (equal up to
-rounding).
+leave them). Only kernels with XBLOCK = 1, one row length that is no multiple of the vector,
+chunk loops from 0 to N, and every access and reduction in them masked; the loads and stores
+rewritten are those at the row start plus the column. Chunk sums regroup (equal up to rounding).
+
+A row of symbolic length (the kernel's `rnumel` parameter: `torch.compile(dynamic=True)`, an
+attention softmax over a varying sequence) is split the same way, whatever the length turns out
+to be: Triton compiles the length unspecialized, so without the split every access of such a row
+is a 2-byte one even where the length is a multiple of the vector (softmax's three loops over
+rows of 3000 for sm_90: 2-byte loads and stores only). The rest's vectors keep the chunk's width
+(how many there are depends on the length); at a length that is a multiple of the vector the
+first and last pieces run no trip.
 
 Before (N = 50257, vec = 8):
     %s = tile.for %r = %c0 to %c50257 step %c8192 iter_args(%a = %z) ... {
@@ -53,7 +60,7 @@ from __future__ import annotations
 
 from tilec.ir.builder import Builder
 from tilec.ir.clone import clone_op
-from tilec.ir.core import Kernel, Module, Operation, Value, defining_op, replace_uses
+from tilec.ir.core import BlockArg, Kernel, Module, Operation, OpResult, Value, defining_op, replace_uses
 from tilec.ir.dtypes import DType
 from tilec.ir.ops import ArangeOp, BroadcastOp, CmpOp, ForOp, LoadOp, ProgramIdOp, ReductionOp, StoreOp
 from tilec.ir.ops.common import elem_dtype
@@ -64,8 +71,16 @@ from tilec.passes.rewrite import const_value, depends_on
 
 VECTOR_BYTES = 16
 
+# a row's length: a constant, or the kernel's size parameter (a symbolic length)
+Length = int | Value
 
-def _row_accesses(loop: ForOp, rnumel: int) -> list[LoadOp | StoreOp]:
+
+def _is_length(v: Value, rnumel: Length) -> bool:
+    """`v` is the row length: the constant, or the size parameter itself."""
+    return v is rnumel if isinstance(rnumel, Value) else const_value(v) == rnumel
+
+
+def _row_accesses(loop: ForOp, rnumel: Length) -> list[LoadOp | StoreOp]:
     """The loop's loads and stores at the row start plus the column."""
     return [
         op
@@ -74,18 +89,17 @@ def _row_accesses(loop: ForOp, rnumel: int) -> list[LoadOp | StoreOp]:
     ]
 
 
-def _row_start(v: Value, rnumel: int) -> bool:
+def _row_start(v: Value, rnumel: Length) -> bool:
     """`v` is a row start: a row index times the row length (broadcast along the row)."""
     op = defining_op(v)
     while isinstance(op, BroadcastOp):
         op = defining_op(op.src)
     if op is None or op.name != "tile.mul":
         return False
-    a, b = op.operands
-    return rnumel in (const_value(a), const_value(b))
+    return any(_is_length(x, rnumel) for x in op.operands)
 
 
-def _row_offsets(offsets: Value, iv: Value, rnumel: int) -> bool:
+def _row_offsets(offsets: Value, iv: Value, rnumel: Length) -> bool:
     """Offsets that are the row start plus the column (the column stepping by 1 along the row)."""
     op = defining_op(offsets)
     if op is None or op.name != "tile.add" or not isinstance(offsets.type, TileType):
@@ -98,37 +112,43 @@ def _row_offsets(offsets: Value, iv: Value, rnumel: int) -> bool:
     return False
 
 
-def row_length(kernel: Kernel) -> int | None:
-    """The row length of a planned kernel: the constant end of its top-level chunk loops from 0
-    (None where there are none, or they end differently)."""
-    ends = set()
+def row_length(kernel: Kernel) -> Length | None:
+    """The row length of a planned kernel: the end of its top-level chunk loops from 0, a constant
+    or a size parameter of the kernel (a symbolic length); None where there are none, or they
+    end differently."""
+    ends: dict[object, Length] = {}
     for op in kernel.body.ops:
         if isinstance(op, ForOp) and const_value(op.lower) == 0:
             hi, step = const_value(op.upper), const_value(op.step)
-            if not isinstance(hi, int) or not isinstance(step, int) or step >= hi:
+            if not isinstance(step, int):
                 return None
-            ends.add(hi)
-    return ends.pop() if len(ends) == 1 else None
+            if isinstance(hi, int) and step < hi:
+                ends[hi] = hi
+            elif hi is None and isinstance(op.upper, BlockArg) and op.upper.block is kernel.body:
+                ends[id(op.upper)] = op.upper
+            else:
+                return None
+    return ends.popitem()[1] if len(ends) == 1 else None
 
 
 def _loops(kernel: Kernel) -> list[ForOp]:
     return [op for op in kernel.body.ops if isinstance(op, ForOp)]
 
 
-def vector_or_reason(kernel: Kernel) -> tuple[int, int] | str:
+def vector_or_reason(kernel: Kernel) -> tuple[int, Length] | str:
     """The vector width in elements the kernel's rows get and their length, or why it is left."""
     if kernel.constexprs.get("XBLOCK") != 1:
         return "more than one row per program: a program's rows start at different offsets"
     rnumel = row_length(kernel)
     if rnumel is None:
-        return "no loops over a row's chunks of one constant length"
+        return "no loops over a row's chunks of one length"
     loops = _loops(kernel)
     rows = [a for loop in loops for a in _row_accesses(loop, rnumel)]
     if not rows:
         return "no load or store reads a row at its start plus the column"
     widths = [p.pointee.bits // 8 for p in (a.ptr.type for a in rows) if isinstance(p, PointerType)]
     vec = VECTOR_BYTES // max(1, min(widths))
-    if vec <= 1 or rnumel % vec == 0:
+    if vec <= 1 or (isinstance(rnumel, int) and rnumel % vec == 0):
         return f"rows of {rnumel} elements start on {VECTOR_BYTES}-byte boundaries"
     masked = (LoadOp, StoreOp, ReductionOp)
     if any(isinstance(op, masked) and op.mask is None for loop in loops for op in loop.body.walk()):
@@ -169,11 +189,11 @@ def _narrow(loop: ForOp, mask: Value, col: Value, predicate: str, bound: Value |
     return both
 
 
-def _from_zero(loop: ForOp, shifted: Value, rnumel: int) -> list[tuple[Value, Value]]:
+def _from_zero(loop: ForOp, shifted: Value, rnumel: Length) -> list[tuple[Value, Value]]:
     """Each `column < N` mask also asks `column >= 0`; returns the new masks and their columns."""
     masks = []
     for op in [o for o in loop.body.walk() if isinstance(o, CmpOp)]:
-        if op.attr("predicate") == "lt" and const_value(op.rhs) == rnumel and depends_on(op.lhs, shifted):
+        if op.attr("predicate") == "lt" and _is_length(op.rhs, rnumel) and depends_on(op.lhs, shifted):
             masks.append((_narrow(loop, op.result, op.lhs, "ge", 0, "from0"), op.lhs))
     return masks
 
@@ -274,9 +294,12 @@ def narrow_loop(loop: ForOp, width: int, new: int) -> str | None:
     return None
 
 
-def _rest_width(rnumel: int, vec: int, chunk: int) -> int:
+def _rest_width(rnumel: Length, vec: int, chunk: int) -> int:
     """The columns the rest's whole vectors can span (after the first vector and the whole
-    chunks), over every misalignment, rounded up to a power of two."""
+    chunks), over every misalignment, rounded up to a power of two (a chunk for a symbolic
+    length)."""
+    if not isinstance(rnumel, int):
+        return chunk
     most = 0
     for head in range(vec):
         span = rnumel + head
@@ -286,7 +309,7 @@ def _rest_width(rnumel: int, vec: int, chunk: int) -> int:
 
 
 def align_loop(
-    kernel: Kernel, loop: ForOp, rows: list[LoadOp | StoreOp], rnumel: int, vec: int, narrow: bool = False
+    kernel: Kernel, loop: ForOp, rows: list[LoadOp | StoreOp], rnumel: Length, vec: int, narrow: bool = False
 ) -> list[str]:
     """Splits `loop` (whose accesses at the row start plus the column are `rows`) into its first
     vector, the aligned chunks inside the row, the rest's whole vectors and its last partial
@@ -301,7 +324,11 @@ def align_loop(
     assert odt is not None
     b = Builder.before(loop)
     start = pid if pid.type == odt else b.op("tile.cast", pid, type=odt, name_hint="row")
-    rowstart = b.op("tile.mul", start, b.constant(rnumel, odt, "rnumel"), type=odt, name_hint="rowstart")
+    if isinstance(rnumel, int):
+        length = b.constant(rnumel, odt, "rnumel")
+    else:
+        length = rnumel if rnumel.type == odt else b.op("tile.cast", rnumel, type=odt, name_hint="rnumel")
+    rowstart = b.op("tile.mul", start, length, type=odt, name_hint="rowstart")
     head = b.op("tile.rem", rowstart, b.constant(vec, odt, "vec"), type=odt, name_hint="head")
     if odt != it:
         head = b.op("tile.cast", head, type=it, name_hint="head")
@@ -309,6 +336,8 @@ def align_loop(
     chunk = b.constant(step, it, "chunk")
     first = b.constant(vec, it, "first")  # the first aligned column after the row's start, shifted
     inner_span = b.op("tile.sub", span, first, type=it, name_hint="inner")
+    if not isinstance(rnumel, int):  # a symbolic row may end inside its first vector
+        inner_span = b.op("tile.maximum", inner_span, b.constant(0, it, "c0"), type=it, name_hint="inner")
     whole = b.op("tile.div", inner_span, chunk, type=it, name_hint="chunks")
     full = b.op(
         "tile.add", first, b.op("tile.mul", whole, chunk, type=it, name_hint="whole"), type=it, name_hint="full"
@@ -317,6 +346,8 @@ def align_loop(
     # the rest's whole vectors end at the last aligned column inside the row
     ragged = b.op("tile.rem", span, b.constant(vec, it, "vec"), type=it, name_hint="ragged")
     aligned_end = b.op("tile.sub", span, ragged, type=it, name_hint="vectors_end")
+    if not isinstance(rnumel, int):  # ... and then the rest and the last vector have no columns
+        aligned_end = b.op("tile.maximum", aligned_end, full, type=it, name_hint="vectors_end")
     aligned_end = b.op("tile.assume_multiple", aligned_end, type=it, divisors=[vec], name_hint="vectors_end")
     shifted = _shift(loop, head)
     masks = _from_zero(loop, shifted, rnumel)
@@ -364,6 +395,8 @@ def align_loop(
         replace_uses(parent, old, new, keep=[middle, vectors])
     if not narrow:
         return []
+    if not isinstance(rnumel, int):
+        _own_lanes(loop, middle, vectors, tail, step, vec)
     # the first chunk and the last partial vector hold less than a vector of the row, the rest's
     # vectors less than a chunk: each as a tile of its own width, not the chunk's
     rest = _rest_width(rnumel, vec, step)
@@ -372,6 +405,60 @@ def align_loop(
         if width < step and (why := narrow_loop(piece, step, width)) is not None:
             kept.append(f"the {what} of a row loop keeps the chunk's width: {why}")
     return kept
+
+
+def _own_lanes(head: ForOp, middle: ForOp, vectors: ForOp, tail: ForOp, step: int, vec: int) -> None:
+    """The first and last vectors' pieces of a loop whose running sum, maximum or minimum
+    `accumulate` carries as a whole chunk each carry lanes of their own, a vector wide, from the
+    reduction's identity, reduced after the loops and folded into the chunk's total: so they can
+    be narrowed. (A row of symbolic length may be shorter than a chunk; its first and last vectors
+    as whole chunks took two of every three trips of its loops at rows of 256.) A carried tile
+    whose one use after the loops is not such a reduction, or whose start is not the identity,
+    stays a chunk wide in every piece."""
+    from tilec.passes.accumulate import COMBINES
+
+    for i, init in enumerate(list(head.inits)):
+        if not _wide(init.type, step):
+            continue
+        users = _uses(tail.results[i])
+        red = users[0] if len(users) == 1 else None
+        kind = red.attr("kind") if isinstance(red, ReductionOp) and red.name == "tile.reduce" else None
+        t = init.type
+        assert isinstance(t, TileType)
+        if kind not in COMBINES or red is None or red.attr("axis") != t.rank - 1:
+            continue
+        fold, identity, _ = COMBINES[kind]
+        start = defining_op(init)
+        if start is None or start.name != "tile.full" or start.attr("value") != identity:
+            continue
+        narrow = t.with_(shape=(*t.shape[:-1], vec))
+        b = Builder.before(head)
+        for piece in (head, tail):
+            piece.inits = [
+                b.op("tile.full", type=narrow, value=identity, name_hint=f"{init.name_hint}_vec") if k == i else v
+                for k, v in enumerate(piece.inits)
+            ]
+            piece.iter_args[i].type = narrow
+            piece.results[i].type = narrow
+        middle.inits = [init if k == i else v for k, v in enumerate(middle.inits)]
+        row = red.results[0].type
+        red.operands = [vectors.results[i], *red.operands[1:]]
+        after = Builder.after(red)
+        total: Value = red.results[0]
+        made: list[Operation] = []
+        for piece in (head, tail):
+            part = after.op("tile.reduce", piece.results[i], type=row, kind=kind, axis=t.rank - 1, name_hint="ends")
+            total = after.op(fold, total, part, type=row, name_hint="total")
+            made += [defining_op(part), defining_op(total)]  # type: ignore[list-item]
+        parent = red.parent
+        assert parent is not None
+        replace_uses(parent, red.results[0], total, keep=made)
+
+
+def _uses(v: Value) -> list[Operation]:
+    """The ops that use `v`, in the block that defines it and the blocks nested in it."""
+    block = v.op.parent if isinstance(v, OpResult) else v.block if isinstance(v, BlockArg) else None
+    return [op for op in block.walk() if any(o is v for o in op.operands)] if block is not None else []
 
 
 # Why a kernel with a loop over the row that reads none of it keeps every piece chunk-wide. Such

@@ -154,6 +154,10 @@ class Choice:
     emitter: str  # "gluon" | "triton"
     reason: str
     plan: str = ""  # options set on the emitter's plan pass ("xblock=1,num_warps=4"), or none
+    # rows of symbolic length: the plan for rows shorter than `short_below` elements (launched in
+    # place of `plan`'s kernel on them: tilec.runtime.launch's `split`), or none
+    short: str = ""
+    short_below: int = 0
 
 
 @dataclass(frozen=True)
@@ -179,6 +183,11 @@ class Rule:
     # a mix-order rule measured on kernels of this many column sums alone (RMSNorm's backward and
     # LayerNorm's differ there: one weight gradient or two); 0: kernels of any number
     column_sums: int = 0
+    # a rule for rows of symbolic length whose plan serves rows of `short_below` elements and more:
+    # the plan its shorter rows measured fastest with (the kernel launches one or the other by the
+    # row length it is given), or none
+    short: str = ""
+    short_below: int = 0
 
     @property
     def evidence(self) -> str:
@@ -1434,6 +1443,40 @@ def signature(kernel: Kernel) -> Signature:
 # the H100's, the surveys of one op's long rows, then the long rows' survey with `reverse` and
 # `stream` among its plans.
 H200_RULES: tuple[Rule, ...] = (
+    # the forward ops over rows of symbolic length (torch.compile(dynamic=True): bench/symbolic_survey.py), each plan timed at ten sizes against stock compiled at each; no one plan wins at every length, so the short rows take a plan of their own (Rule.short); RMSNorm's rows of 256 stay stock's
+    Rule(
+        "mean-var",
+        0,
+        2**62,
+        "triton",
+        "2026-11-28-h200-symbolic-survey",
+        "65536x256 61.3 vs 69.1 us; 16384x1000 43.4 vs 71.9 us; 32768x1024 76.0 vs 139.9 us; 8192x2048 40.4 vs 74.4 us; 4000x3000 31.1 vs 66.8 us; 8192x4096 70.1 vs 131.6 us; 4096x8192 72.8 vs 114.1 us; 2048x16384 75.0 vs 105.2 us; 1024x32768 87.0 vs 102.9 us; 1000x3000 12.0 vs 18.7 us",
+        plan="xblock=1,rblock=1024,num_warps=2,lanes_reread=true",
+        symbolic=True,
+        short="xblock=1,rblock=256,num_warps=1,lanes_reread=true",
+        short_below=2048,
+    ),
+    Rule(
+        "softmax",
+        0,
+        2**62,
+        "triton",
+        "2026-11-28-h200-symbolic-survey",
+        "65536x256 45.3 vs 58.5 us; 16384x1000 34.2 vs 62.4 us; 32768x1024 60.0 vs 117.4 us; 8192x2048 35.0 vs 67.0 us; 4000x3000 30.4 vs 56.7 us; 8192x4096 56.8 vs 111.6 us; 4096x8192 51.7 vs 100.9 us; 2048x16384 63.2 vs 98.2 us; 1024x32768 77.0 vs 113.8 us; 1000x3000 11.3 vs 18.0 us",
+        plan="xblock=1,rblock=2048,num_warps=4,lanes_reread=true",
+        symbolic=True,
+        short="xblock=1,rblock=256,num_warps=1,lanes_reread=true",
+        short_below=3000,
+    ),
+    Rule(
+        "sum",
+        0,
+        2**62,
+        "stock",
+        "2026-11-28-h200-symbolic-survey",
+        "65536x256 45.2 vs 33.7 us; 2048x16384 51.2 vs 65.7 us; 1024x32768 53.6 vs 71.4 us; 4096x8192 49.0 vs 66.4 us",
+        symbolic=True,
+    ),
     # the norms' fused backward at rows of 32768 and 65536 autotuned in place with the cluster forms
     # (band-cluster), as many clusters as run at once: clusters of 4 two an SM (60 bands), of 8 over 30
     Rule(
@@ -2652,7 +2695,8 @@ def choose(
         plan = rule.plan if rule is not None and rule.action == forced else ""
         return Choice(forced, f"tilec.config.emitter = {forced!r}", plan)
     if rule is not None and rule.action in ("gluon", "triton") and (rule.action == "triton" or hopper):
-        return Choice(rule.action, f"measured fastest for {where} ({rule.evidence})", rule.plan)
+        reason = f"measured fastest for {where} ({rule.evidence})"
+        return Choice(rule.action, reason, rule.plan, rule.short, rule.short_below)
     if sig.family == "mix-order":  # its Gluon form (band-ring) only where a rule measured it
         return Choice("triton", "the default for a mix-order kernel: the banded Triton kernel")
     return Choice("gluon" if hopper else "triton", "the default: Gluon on Hopper and newer, Triton elsewhere")

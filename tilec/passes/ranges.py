@@ -9,7 +9,7 @@ loop induction variables, and +, -, * (by constants), division and remainder by 
 from __future__ import annotations
 
 from tilec.ir.core import BlockArg, Kernel, Value, defining_op
-from tilec.ir.expr import evaluate
+from tilec.ir.expr import CallExpr, Sym, evaluate, substitute
 from tilec.ir.ops import (
     ArangeOp,
     AssumeMultipleOp,
@@ -88,8 +88,12 @@ class RangeAnalysis:
         """Whether every element of `v` is less than `bound`, from how `v` is made: a loop's
         induction variable is below the loop's upper bound, and adding what is at most 0 keeps it
         there (a band of one row: `xoffset + arange(0, 1) < band_end` in a loop over
-        `[band_start, band_end)`), whatever the bound's value."""
+        `[band_start, band_end)`), whatever the bound's value; and a program id is below the
+        size parameter its grid axis counts (a symbolic number of rows one a program:
+        `pid + arange(0, 1) < xnumel` on a grid of `cdiv(xnumel, 1)`)."""
         v = _through_shape(v)
+        if isinstance(defining_op(v), ProgramIdOp) and not isinstance(defining_op(v), NumProgramsOp):
+            return self.grid_is(defining_op(v).attr("axis"), _through_shape(bound))  # type: ignore[union-attr]
         if isinstance(v, BlockArg):
             loop = v.block.parent_op
             step = const_value(loop.step) if isinstance(loop, ForOp) else None
@@ -107,6 +111,17 @@ class RangeAnalysis:
                 if r is not None and r[1] <= 0 and self.below(x, bound):
                     return True
         return False
+
+    def grid_is(self, axis: int, bound: Value) -> bool:
+        """Whether the grid's `axis` is exactly `bound`, a size parameter of the kernel (its
+        extent `xnumel`, or `cdiv(xnumel, 1)` with the block sizes bound)."""
+        grid = self.kernel.launch.grid
+        if axis >= len(grid) or not isinstance(bound, BlockArg) or bound.block is not self.kernel.body:
+            return False
+        extent = substitute(grid[axis], self.kernel.bound_constexprs())
+        if isinstance(extent, CallExpr) and extent.fn == "cdiv" and extent.args[1] == 1:
+            extent = extent.args[0]
+        return extent == Sym(bound.name_hint or "")
 
     def induction(self, loop: ForOp) -> Range | None:
         lo, hi, step = self(loop.lower), self(loop.upper), const_value(loop.step)

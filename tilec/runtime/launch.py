@@ -23,6 +23,11 @@ launch, and the encoded TMA descriptors of each tuple of base pointers are reuse
 work is gathering the arguments and checking device and pointer alignment. Anything else (another
 alignment, a launch hook, no stream from the wrapper) takes the general path below.
 
+A kernel over rows of symbolic length may carry a second plan for its short rows (`split`: the
+run() argument that is the row length and the length from which the primary runs): a launch on
+shorter rows takes the fallback variant, that plan's kernel (one plan cannot serve every length:
+bench/results/2026-11-28-h200-symbolic-survey).
+
 If the primary variant fails on its first launch (a compile error in Triton), the kernel logs it and
 uses the fallback from then on (`tilec.config.strict` raises instead). `num_sms` for persistent grids
 comes from the device's properties, once per device. A launch runs on the stream Inductor passes
@@ -98,10 +103,14 @@ class TilecKernel:
         fallback: Variant | None = None,
         tma: tuple[TmaOperand, ...] = (),
         device: str = "cuda",
+        split: tuple[int, int] | None = None,
     ) -> None:
         self.name = name
         self.primary = primary
         self.fallback = fallback
+        # (the run() argument holding the row length, the length from which the primary runs):
+        # shorter rows take the fallback, a plan of their own
+        self.split = split if fallback is not None else None
         self.tma = tma
         self.device = device
         self.launches = {"primary": 0, "fallback": 0}  # launches per variant (tests read them)
@@ -124,10 +133,15 @@ class TilecKernel:
 
     def run(self, *args: Any, stream: Any = None) -> None:
         if self.device == "cpu":
-            self._launch(self.primary, args, None)
+            self._launch(self.fallback if self._short(args) else self.primary, args, None)  # type: ignore[arg-type]
             return
         bound = self._bound
-        if bound is not None and stream is not None and bound.launch(args, stream):
+        if (
+            bound is not None
+            and stream is not None
+            and (self.split is None or (bound.role == "fallback") == self._short(args))
+            and bound.launch(args, stream)
+        ):
             self.launches[bound.role] += 1
             return
         variant, descs = self._variant_for(args)
@@ -174,12 +188,16 @@ class TilecKernel:
         """The variant a launch on `args` runs and its TMA descriptors (None without TMA): the
         fallback where the primary failed or cannot read these arguments through TMA (strides, a
         misaligned base)."""
-        if self._primary_failed or (self.tma and not self._primary_possible):
+        if self._primary_failed or (self.tma and not self._primary_possible) or self._short(args):
             return self._fallback(), None
         descs = self._descriptors(args) if self.tma else None
         if descs is _MISALIGNED:
             return self._fallback(), None
         return self.primary, descs
+
+    def _short(self, args: tuple[Any, ...]) -> bool:
+        """Whether `args` are rows shorter than the primary's plan serves (`split`)."""
+        return self.split is not None and int(args[self.split[0]]) < self.split[1]
 
     def _fallback(self) -> Variant:
         if self.fallback is None:  # pragma: no cover - a TMA kernel always has one
@@ -590,6 +608,7 @@ def load_kernel(
     fallback_order: list[int] | tuple[int, ...] = (),
     tma: list[tuple[int, tuple[int, ...], int]] | tuple[Any, ...] = (),
     device: str = "cuda",
+    split: tuple[int, int] | list[int] | None = None,
 ) -> TilecKernel:
     """The kernel object a wrapper defines (the sources are embedded in the wrapper, so a wrapper
     Inductor's FX-graph cache reloads in another process needs nothing else)."""
@@ -598,7 +617,8 @@ def load_kernel(
     primary.module  # noqa: B018 - import now: a broken module fails when the wrapper loads, not mid-run
     back = Variant(fallback, fallback_kind, tuple(fallback_order), interpret) if fallback is not None else None
     operands = tuple(TmaOperand(int(a), tuple(int(s) for s in strides), int(b)) for a, strides, b in tma)
-    kernel = TilecKernel(name, primary, back, operands, device)
+    rows = (int(split[0]), int(split[1])) if split is not None else None
+    kernel = TilecKernel(name, primary, back, operands, device, rows)
     _loaded[:] = [r for r in _loaded if r() is not None]
     _loaded.append(weakref.ref(kernel))
     return kernel
