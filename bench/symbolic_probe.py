@@ -8,6 +8,7 @@ same-size copy. Prints what tilec took or why it declined, and the autotuner's t
 
     python bench/symbolic_probe.py               # rows and both, tilec's defaults against stock
     python bench/symbolic_probe.py --autotune    # both, the autotuner against stock
+    python bench/symbolic_probe.py --attention   # causal attention scores' softmax over a varying sequence
 
 Results: bench/results/2026-11-28-h200-symbolic-rows/ (default.log, autotune.log), and with the
 symbolic-length rules: bench/results/2026-11-28-h200-symbolic-survey/probe.log (default).
@@ -35,7 +36,15 @@ AUTOTUNED_TIMED = [(4096, 8192), (4096, 16384), (32768, 1024)]
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--autotune", action="store_true", help="the autotuner against stock, both sizes symbolic")
+    p.add_argument(
+        "--attention",
+        action="store_true",
+        help="examples/attention_softmax.py (scores, scaled, causally masked, softmaxed) over sequences of "
+        "symbolic length, tilec against stock",
+    )
     args = p.parse_args(argv)
+    if args.attention:
+        return attention()
 
     import torch
 
@@ -74,6 +83,48 @@ def main(argv: list[str]) -> int:
                         ms = device_ms(lambda: fn(*inputs))  # noqa: B023  (called here, at once)
                         pct = 100 * copy_ms(m, n, torch.bfloat16) / ms
                         print(f"{op} {kind} {impl} {m}x{n} {ms * 1000:.1f} us, {pct:.1f}% of a copy", flush=True)
+    return 0
+
+
+# attention over a varying sequence: batch x heads, sequences traced first, then those timed
+HEADS = (4, 16)
+ATTENTION_FIRST = (300, 700)
+ATTENTION_TIMED = (256, 1000, 2048, 4096)
+
+
+def attention() -> int:
+    """examples/attention_softmax.py compiled with `dynamic=True` (its sequence symbolic: the
+    softmax's row length), tilec and stock each from a function of their own, traced at two
+    sequences, then timed at others (device time of the whole call: the score matmul and the
+    softmax kernel); tilec's kernel is checked against stock's output."""
+    import torch
+
+    import tilec
+    from bench import own_code, warm_up
+    from tilec.runtime.timing import device_ms
+    from tilec.testing import assert_close
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    import attention_softmax
+
+    tilec.install()
+    warm_up()
+    fns = {}
+    for impl in ("tilec", "stock"):
+        fn = torch.compile(own_code(attention_softmax.forward), dynamic=True)
+        settings = tilec.config.patch(enabled=impl == "tilec", emitter="auto", strict=False, decline=True)
+        tilec.reset_report()
+        with settings, torch._inductor.config.patch(fx_graph_cache=False):
+            for s in ATTENTION_FIRST:
+                fn(*(t.cuda() for t in attention_softmax.example_inputs((*HEADS, s, s), torch.bfloat16)))
+        for r in tilec.report() if impl == "tilec" else []:
+            print("attention", impl, r.kernel, "taken" if r.taken else f"declined: {r.reason}", flush=True)
+        fns[impl] = fn
+    for s in ATTENTION_TIMED:
+        q, k = (t.cuda() for t in attention_softmax.example_inputs((*HEADS, s, s), torch.bfloat16))
+        assert_close(fns["tilec"](q, k).float(), fns["stock"](q, k).float(), torch.bfloat16, what=f"attention {s}")
+        times = {impl: device_ms(lambda f=f, q=q, k=k: f(q, k)) * 1000 for impl, f in fns.items()}
+        print(f"attention {HEADS[0]}x{HEADS[1]}x{s}x{s}: tilec {times['tilec']:.1f} us, stock {times['stock']:.1f} us")
     return 0
 
 

@@ -190,3 +190,27 @@ def test_rows_of_symbolic_length_take_the_plan_of_their_length(fn) -> None:
     assert kernel.split is not None
     short = sum(1 for _, n in LENGTHS if n < kernel.split[1])
     assert kernel.launches == {"primary": len(LENGTHS) - short, "fallback": short}, kernel.launches
+
+
+def test_causal_attention_scores_over_a_varying_sequence_equal_eager() -> None:
+    """examples/attention_softmax.py (scores scaled, causally masked, softmaxed in place on the
+    matmul's output) with its sequence symbolic: the softmax kernel is one of rows of symbolic
+    length (the H200's rule takes it, short and long rows each by their plan), and every sequence,
+    aligned or not, equals eager."""
+    import sys
+    from pathlib import Path
+
+    skip_unless_runs("triton")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    import attention_softmax
+
+    compiled = torch.compile(attention_softmax.forward, dynamic=True, fullgraph=True)
+    for s in (300, 700, 256, 1001, 4096):
+        q, k = (t.cuda() for t in attention_softmax.example_inputs((2, 3, s, s), bf16))
+        got = compiled(q, k)
+        want = attention_softmax.forward(q.float(), k.float())
+        assert_close(got.float(), want, bf16, what=f"attention over {s} keys")
+    records = [r for r in tilec.report() if r.signature is not None and r.signature[0] == "softmax"]
+    assert len(records) == 1, [(r.kernel, r.reason) for r in tilec.report()]
+    if "H200" in torch.cuda.get_device_name():
+        assert records[0].taken, records[0].reason
