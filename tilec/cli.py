@@ -139,7 +139,7 @@ def cmd_dump(args: argparse.Namespace) -> int:
             ir=args.ir or (bool(args.pipeline) and not args.emit),  # -p alone: show what it made
             pipeline=args.pipeline,
             source=args.source,
-            dynamic=args.dynamic,
+            dynamic="all" if args.dynamic_length else args.dynamic,
             strict=args.traceback,
             emit=args.emit,
             check=args.check,
@@ -251,6 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dump.add_argument(
         "--dynamic", action="store_true", help="trace with every input's leading dimensions symbolic (the last static)"
+    )
+    dump.add_argument(
+        "--dynamic-length",
+        action="store_true",
+        help="trace with every dimension symbolic, the row length too (as torch.compile(dynamic=True))",
     )
     dump.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     dump.set_defaults(func=cmd_dump)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from tilec.frontend.entry import EntryError, load_entry, make_call, make_inputs
 
@@ -62,7 +62,7 @@ def dump(
     ir: bool = False,
     pipeline: str = "",
     source: bool = False,
-    dynamic: bool = False,
+    dynamic: bool | Literal["all"] = False,
     strict: bool = False,
     emit: str | None = None,
     check: str | None = None,

@@ -33,6 +33,19 @@ def test_dynamic_shows_the_row_count_as_a_parameter(capsys: pytest.CaptureFixtur
     assert "grid = [cdiv(xnumel, XBLOCK)]" in out
 
 
+def test_dynamic_all_shows_the_row_length_as_a_parameter_too(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--dynamic-length`: every dimension symbolic (torch.compile(dynamic=True)); the loops run to the
+    kernel's `%rnumel`, and the Triton pipeline splits them into aligned chunks (align-rows)."""
+    softmax = str(ROOT / "examples" / "softmax.py")
+    code, out, err = run(capsys, "dump", "--ir", "--dynamic-length", softmax, "--shape", "64,1000")
+    assert code == 0, err
+    assert "%rnumel: i32" in out and "%xnumel: i32" in out
+    assert "to %rnumel step %rblock" in out
+    code, out, err = run(capsys, "dump", "--dynamic-length", softmax, "--shape", "64,1000", "-p", "triton-default")
+    assert code == 0, err
+    assert "%rowstart = tile.mul %pid, %rnumel" in out and "tile.assume_multiple" in out
+
+
 def test_pipeline(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(
         capsys,
