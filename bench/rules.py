@@ -404,30 +404,30 @@ def derive_models(
             continue  # the table's other rules cover it
         by[group][_model_range(group[0], row_bytes, same)].append(shape)
     rules: list[Derived] = []
+    need = _models_margin(margin)
     for group, buckets in sorted(by.items()):
-        ranges: list[tuple[int, int, bool, str, list[tuple[Shape, str]]]] = []
-        short: dict[tuple[int, int, bool], tuple[str, int]] = {}
+        # (lo, hi, symbolic, action, quoted, (the short rows' plan, the length it serves below))
+        ranges: list[tuple[int, int, bool, str, list[tuple[Shape, str]], tuple[str, int]]] = []
         for (lo, hi, symbolic), measured in sorted(buckets.items()):
-            need = _models_margin(margin)
             key = chosen(measured, need)
             quoted = [(s, key or s.fastest()) for s in measured]
+            short = ("", 0)
             halves = split_by_length(measured, need) if key is None and symbolic else None
             if halves is not None:  # rows of symbolic length: one plan for the short rows, one for the rest
                 short_key, key, below = halves
-                short[lo, hi, symbolic] = (short_key, below)
+                short = (short_key, below)
                 quoted = [(s, short_key if s.n < below else key) for s in measured]
             action = measured[0].candidates()[key] if key else "stock"
             last = ranges[-1] if ranges else None
-            if last is not None and (last[1], last[2], last[3]) == (lo, symbolic, action) and not halves:
-                ranges[-1] = (last[0], hi, symbolic, action, last[4] + quoted)
+            if last is not None and (last[1], last[2], last[3], last[5]) == (lo, symbolic, action, short):
+                ranges[-1] = (last[0], hi, symbolic, action, last[4] + quoted, short)
             else:
-                ranges.append((lo, hi, symbolic, action, quoted))
-        for lo, hi, symbolic, action, quoted in ranges:
+                ranges.append((lo, hi, symbolic, action, quoted, short))
+        for lo, hi, symbolic, action, quoted, (short_key, below) in ranges:
             if action == "stock":  # where stock won by most
                 quoted = sorted(quoted, key=lambda sk: sk[0].ms["compile"] / sk[0].ms[sk[1]])[:QUOTED]
             figures = "; ".join(_model_figure(s, k) for s, k in quoted)
             family, inputs, elem, sums = group
-            short_key, below = short.get((lo, hi, symbolic), ("", 0))
             rules.append(
                 Derived(
                     family,

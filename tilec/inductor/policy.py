@@ -213,7 +213,7 @@ def _decided(
     choice = choose(kernel, hopper=hopper, forced=forced, decline=cfg.decline, gpu=target.name)
     if isinstance(choice, Decline):
         return choice.reason
-    short = (choice.short, choice.short_below) if choice.short and choice.emitter == "triton" else None
+    short = (choice.short, choice.short_below) if choice.short else None  # (build: Triton's alone)
     return choice.emitter, choice.plan, short
 
 

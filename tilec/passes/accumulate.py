@@ -86,6 +86,7 @@ COMBINES = {
     "min": ("tile.minimum", math.inf, "highest"),
 }
 NOUNS = {"sum": "sum", "max": "maximum", "min": "minimum"}
+FOLDS = {name: kind for kind, (name, _, _) in COMBINES.items()}  # the folding op -> its reduction's kind
 
 
 def _running_sum(loop: ForOp, i: int, counts: dict[int, int]) -> ReduceOp | str:
@@ -97,10 +98,9 @@ def _running_sum(loop: ForOp, i: int, counts: dict[int, int]) -> ReduceOp | str:
         return "the carried value is not a float tile"
     nxt = yielded_values(loop.body)[i]
     fold = defining_op(nxt)
-    kinds = {name: kind for kind, (name, _, _) in COMBINES.items()}
-    if not isinstance(fold, ElementwiseOp) or fold.name not in kinds or fold.parent is not loop.body:
+    if not isinstance(fold, ElementwiseOp) or fold.name not in FOLDS or fold.parent is not loop.body:
         return "the carried value is not updated by an add, a maximum or a minimum"
-    kind = kinds[fold.name]
+    kind = FOLDS[fold.name]
     a, b = fold.operands
     part = b if a is acc else a if b is acc else None
     if part is None or counts.get(id(acc), 0) != 1 or counts.get(id(nxt), 0) != 1:

@@ -60,9 +60,9 @@ from __future__ import annotations
 
 from tilec.ir.builder import Builder
 from tilec.ir.clone import clone_op
-from tilec.ir.core import BlockArg, Kernel, Module, Operation, OpResult, Value, defining_op, replace_uses
+from tilec.ir.core import BlockArg, Kernel, Module, Operation, Value, defining_op, replace_uses
 from tilec.ir.dtypes import DType
-from tilec.ir.ops import ArangeOp, BroadcastOp, CmpOp, ForOp, LoadOp, ProgramIdOp, ReductionOp, StoreOp
+from tilec.ir.ops import ArangeOp, BroadcastOp, CmpOp, ForOp, LoadOp, ProgramIdOp, ReduceOp, ReductionOp, StoreOp
 from tilec.ir.ops.common import elem_dtype
 from tilec.ir.types import PointerType, TileType
 from tilec.passes.affine import local_stride
@@ -417,16 +417,17 @@ def _own_lanes(head: ForOp, middle: ForOp, vectors: ForOp, tail: ForOp, step: in
     stays a chunk wide in every piece."""
     from tilec.passes.accumulate import COMBINES
 
+    parent = tail.parent
+    assert parent is not None
     for i, init in enumerate(list(head.inits)):
-        if not _wide(init.type, step):
-            continue
-        users = _uses(tail.results[i])
-        red = users[0] if len(users) == 1 else None
-        kind = red.attr("kind") if isinstance(red, ReductionOp) and red.name == "tile.reduce" else None
         t = init.type
-        assert isinstance(t, TileType)
-        if kind not in COMBINES or red is None or red.attr("axis") != t.rank - 1:
+        if not isinstance(t, TileType) or not _wide(t, step):
             continue
+        users = [op for op in parent.walk() if any(o is tail.results[i] for o in op.operands)]
+        red = users[0] if len(users) == 1 else None
+        if not isinstance(red, ReduceOp) or red.attr("kind") not in COMBINES or red.attr("axis") != t.rank - 1:
+            continue
+        kind = red.attr("kind")
         fold, identity, _ = COMBINES[kind]
         start = defining_op(init)
         if start is None or start.name != "tile.full" or start.attr("value") != identity:
@@ -450,15 +451,7 @@ def _own_lanes(head: ForOp, middle: ForOp, vectors: ForOp, tail: ForOp, step: in
             part = after.op("tile.reduce", piece.results[i], type=row, kind=kind, axis=t.rank - 1, name_hint="ends")
             total = after.op(fold, total, part, type=row, name_hint="total")
             made += [defining_op(part), defining_op(total)]  # type: ignore[list-item]
-        parent = red.parent
-        assert parent is not None
         replace_uses(parent, red.results[0], total, keep=made)
-
-
-def _uses(v: Value) -> list[Operation]:
-    """The ops that use `v`, in the block that defines it and the blocks nested in it."""
-    block = v.op.parent if isinstance(v, OpResult) else v.block if isinstance(v, BlockArg) else None
-    return [op for op in block.walk() if any(o is v for o in op.operands)] if block is not None else []
 
 
 # Why a kernel with a loop over the row that reads none of it keeps every piece chunk-wide. Such

@@ -133,7 +133,7 @@ class TilecKernel:
 
     def run(self, *args: Any, stream: Any = None) -> None:
         if self.device == "cpu":
-            self._launch(self.fallback if self._short(args) else self.primary, args, None)  # type: ignore[arg-type]
+            self._launch(self._fallback() if self._short(args) else self.primary, args, None)
             return
         bound = self._bound
         if (
