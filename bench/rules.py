@@ -48,6 +48,7 @@ where stock won by most (at most `QUOTED`).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import re
@@ -150,8 +151,8 @@ class Derived:
     figures: str
     symbolic: bool = False  # a rule for rows of symbolic length (`Rule.symbolic`)
     column_sums: int = 0  # a mix-order rule's column sums (`Rule.column_sums`; 0: any)
-    short: str = ""  # rows of symbolic length: the short rows' plan (`Rule.short`)
-    short_below: int = 0
+    # rows of symbolic length: (candidate, below) of the shorter rows, ascending (`Rule.shorter`)
+    shorter: tuple[tuple[str, int], ...] = ()
 
     def source(self, run: str) -> str:
         emitter, plan = split(self.action)  # "triton{chunk=...}": the emitter and its plan options
@@ -160,7 +161,9 @@ class Derived:
         extra += f", row_inputs={self.row_inputs}" if self.row_inputs != 1 else ""
         extra += ", symbolic=True" if self.symbolic else ""
         extra += f", column_sums={self.column_sums}" if self.column_sums else ""
-        extra += f", short={split(self.short)[1]!r}, short_below={self.short_below}" if self.short else ""
+        if self.shorter:
+            pairs = ", ".join(f"({split(key)[1]!r}, {below})" for key, below in self.shorter)
+            extra += f", shorter=({pairs},)"
         hi = "2**62" if self.hi == END else str(self.hi)
         return f"Rule({self.family!r}, {self.lo}, {hi}, {emitter!r}, {run!r}, {self.figures!r}{extra}),"
 
@@ -406,24 +409,23 @@ def derive_models(
     rules: list[Derived] = []
     need = _models_margin(margin)
     for group, buckets in sorted(by.items()):
-        # (lo, hi, symbolic, action, quoted, (the short rows' plan, the length it serves below))
-        ranges: list[tuple[int, int, bool, str, list[tuple[Shape, str]], tuple[str, int]]] = []
+        # (lo, hi, symbolic, action, quoted, the shorter rows' (candidate, below), ascending)
+        ranges: list[tuple[int, int, bool, str, list[tuple[Shape, str]], tuple[tuple[str, int], ...]]] = []
         for (lo, hi, symbolic), measured in sorted(buckets.items()):
             key = chosen(measured, need)
             quoted = [(s, key or s.fastest()) for s in measured]
-            short = ("", 0)
-            halves = split_by_length(measured, need) if key is None and symbolic else None
-            if halves is not None:  # rows of symbolic length: one plan for the short rows, one for the rest
-                short_key, key, below = halves
-                short = (short_key, below)
-                quoted = [(s, short_key if s.n < below else key) for s in measured]
+            shorter: tuple[tuple[str, int], ...] = ()
+            parts = by_length(measured, need) if key is None and symbolic else None
+            if parts is not None:  # rows of symbolic length: a plan for each range of lengths
+                shorter, key = parts
+                quoted = [(s, next((k for k, below in shorter if s.n < below), key)) for s in measured]
             action = measured[0].candidates()[key] if key else "stock"
             last = ranges[-1] if ranges else None
-            if last is not None and (last[1], last[2], last[3], last[5]) == (lo, symbolic, action, short):
-                ranges[-1] = (last[0], hi, symbolic, action, last[4] + quoted, short)
+            if last is not None and (last[1], last[2], last[3], last[5]) == (lo, symbolic, action, shorter):
+                ranges[-1] = (last[0], hi, symbolic, action, last[4] + quoted, shorter)
             else:
-                ranges.append((lo, hi, symbolic, action, quoted, short))
-        for lo, hi, symbolic, action, quoted, (short_key, below) in ranges:
+                ranges.append((lo, hi, symbolic, action, quoted, shorter))
+        for lo, hi, symbolic, action, quoted, shorter in ranges:
             if action == "stock":  # where stock won by most
                 quoted = sorted(quoted, key=lambda sk: sk[0].ms["compile"] / sk[0].ms[sk[1]])[:QUOTED]
             figures = "; ".join(_model_figure(s, k) for s, k in quoted)
@@ -439,8 +441,7 @@ def derive_models(
                     figures,
                     symbolic=symbolic,
                     column_sums=sums,
-                    short=short_key,
-                    short_below=below,
+                    shorter=shorter,
                 )
             )
     return rules
@@ -452,26 +453,41 @@ def _models_margin(margin: float) -> Callable[[Shape], float]:
     return lambda s: min(margin, LONG_MARGIN) if s.ms["compile"] >= LONG_KERNEL_US else margin
 
 
-def split_by_length(measured: list[Shape], need: Callable[[Shape], float]) -> tuple[str, str, int] | None:
+# the most plans a kernel over rows of symbolic length takes by length (each one more variant
+# built, compiled when a row of its range first comes): on the H200's survey
+# (bench/results/2026-11-28-h200-symbolic-survey) the geometric mean speedup over stock across nine
+# lengths is, with one plan for the short rows and one for the rest, 1.76x for softmax and 1.59x
+# for LayerNorm; with three plans 1.92x and 1.71x, but softmax's rows of 8192 13% slower than with
+# two; with four 1.95x and 1.73x, no length slower than with two
+MOST_PLANS_BY_LENGTH = 4
+
+
+def by_length(
+    measured: list[Shape], need: Callable[[Shape], float], most: int = MOST_PLANS_BY_LENGTH
+) -> tuple[tuple[tuple[str, int], ...], str] | None:
     """For kernels over rows of symbolic length that no one plan takes (`chosen`: it must win at
-    every length measured, and short rows want small chunks, long rows wide programs): (the short
-    rows' plan, the other rows' plan, the first row length of the others) where each half of the
-    lengths measured has a plan `chosen` takes, both Triton plans (the kernel launches one or the
-    other by its row length: tilec.runtime.launch's `split`), the split of the most speedup (the
-    sum of the log speedups of both halves); None where no split has."""
-    best: tuple[float, str, str, int] | None = None
-    for below in sorted({s.n for s in measured})[1:]:
-        lo = [s for s in measured if s.n < below]
-        hi = [s for s in measured if s.n >= below]
-        short_key, key = chosen(lo, need), chosen(hi, need)
-        if short_key is None or key is None or short_key == key:
-            continue
-        if not (planned(short_key) and planned(key) and split(short_key)[0] == split(key)[0] == "triton"):
-            continue
-        gain = sum(math.log(s.ms["compile"] / s.ms[short_key]) for s in lo)
-        gain += sum(math.log(s.ms["compile"] / s.ms[key]) for s in hi)
-        if best is None or gain > best[0]:
-            best = (gain, short_key, key, below)
+    every length measured, and short rows want small chunks, long rows wide programs): the lengths
+    measured cut into at most `most` ranges, each with a Triton plan `chosen` takes there (the
+    kernel launches one of them by its row length: tilec.runtime.launch's `split`), the cut of
+    the most speedup (the sum of the log speedups over every length measured): ((the shorter
+    ranges' candidates, each with the length its range ends below), the longest range's
+    candidate); None where no cut has a plan for every range."""
+    lengths = sorted({s.n for s in measured})
+    best: tuple[float, tuple[tuple[str, int], ...], str] | None = None
+    for parts in range(2, most + 1):
+        for cuts in itertools.combinations(lengths[1:], parts - 1):
+            bounds = [0, *cuts, END]
+            keys = []
+            for lo, hi in itertools.pairwise(bounds):
+                key = chosen([s for s in measured if lo <= s.n < hi], need)
+                if key is None or not planned(key) or split(key)[0] != "triton":
+                    break
+                keys.append(key)
+            if len(keys) < parts or any(a == b for a, b in itertools.pairwise(keys)):
+                continue
+            gain = sum(math.log(s.ms["compile"] / s.ms[keys[sum(s.n >= c for c in cuts)]]) for s in measured)
+            if best is None or gain > best[0]:
+                best = (gain, tuple(zip(keys[:-1], cuts)), keys[-1])
     return best[1:] if best is not None else None
 
 

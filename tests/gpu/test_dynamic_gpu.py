@@ -161,14 +161,26 @@ def plain_layernorm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.
     return F.layer_norm(x, (x.shape[-1],), w, b)
 
 
-# rows of symbolic length, shorter than the H200 table's split (256, 1000), at it and past it
-LENGTHS = ((4096, 256), (700, 1000), (64, 2048), (33, 3001), (300, 4096), (8, 32768))
+# rows of symbolic length in each range of the H200 table's plans by length (softmax: below 1000,
+# 4096 and 16384, from 16384; LayerNorm: below 1000, 16384 and 32768, from 32768), at their
+# bounds and past them
+LENGTHS = (
+    (4096, 256),
+    (700, 999),
+    (700, 1000),
+    (64, 2048),
+    (33, 3001),
+    (300, 4096),
+    (16, 8192),
+    (8, 16384),
+    (8, 32768),
+)
 
 
 @pytest.mark.parametrize("fn", [plain_softmax, plain_layernorm], ids=lambda f: f.__name__)
 def test_rows_of_symbolic_length_take_the_plan_of_their_length(fn) -> None:
     """With every size symbolic (`dynamic=True`: a varying row length) the kernel is compiled once;
-    where the GPU's table gives its short rows a plan of their own (the H200's), each launch takes
+    where the GPU's table gives its shorter rows plans of their own (the H200's), each launch takes
     the variant of its row length, and every length, aligned or not, equals eager."""
     skip_unless_runs("triton")
     with tilec.config.patch(emitter="auto"):
@@ -187,9 +199,11 @@ def test_rows_of_symbolic_length_take_the_plan_of_their_length(fn) -> None:
         return  # (the H100's table has no rule for rows of symbolic length: stock keeps them)
     assert record.taken and record.emitter == "triton", record.reason
     kernel = loaded_kernels(record.kernel)[-1]
-    assert kernel.split is not None
-    short = sum(1 for _, n in LENGTHS if n < kernel.split[1])
-    assert kernel.launches == {"primary": len(LENGTHS) - short, "fallback": short}, kernel.launches
+    assert kernel.split is not None and len(kernel.shorter) >= 1
+    expected = {"primary": 0, "fallback": 0} | {f"below {b}": 0 for b in kernel.split[1]}
+    for _, n in LENGTHS:
+        expected[next((f"below {b}" for b in kernel.split[1] if n < b), "primary")] += 1
+    assert kernel.launches == expected, kernel.launches
 
 
 def test_causal_attention_scores_over_a_varying_sequence_equal_eager() -> None:

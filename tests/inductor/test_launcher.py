@@ -440,11 +440,11 @@ def test_a_launch_hook_sends_bound_launches_back_to_triton(monkeypatch, which: s
     assert b.launch((x,), 7) and bound == [1, 1]
 
 
-def test_rows_shorter_than_the_split_take_the_short_rows_plan(monkeypatch) -> None:
-    """A kernel over rows of symbolic length with a plan for its short rows (`split`: the run()
-    argument that is the row length, the length from which the primary serves): each launch takes
-    the variant of its row length, in either order, and a launch bound to one variant (`_Bound`)
-    is not reused for rows of the other."""
+def test_rows_take_the_variant_of_their_length(monkeypatch) -> None:
+    """A kernel over rows of symbolic length with plans for its shorter rows (`split`: the run()
+    argument that is the row length, and the lengths bounding the `shorter` variants): each launch
+    takes the variant of its row length, in any order, counted under its role, and a launch bound
+    to one variant (`_Bound`) is not reused for rows of another."""
     import tilec.runtime.launch as launch
 
     monkeypatch.setattr(launch, "_current_device", lambda: 0)
@@ -458,31 +458,60 @@ def test_rows_shorter_than_the_split_take_the_short_rows_plan(monkeypatch) -> No
 
         return FakeModule(launch=launch)
 
-    # run(x, y, n): the row length is argument 2; rows of 1024 and more take the primary
-    k = TilecKernel(
-        "k",
-        variant(module("long", 2), "triton", (0, 1, 2)),
-        variant(module("short", 3), "triton", (0, 1, 2)),
-        device="cuda",
-        split=(2, 1024),
-    )
+    # run(x, y, n): the row length is argument 2; rows shorter than 256 take "tiny", shorter than
+    # 1024 "short", the others the primary
+    tiny, short = variant(module("tiny", 4), "triton", (0, 1, 2)), variant(module("short", 3), "triton", (0, 1, 2))
+    k = TilecKernel("k", variant(module("long", 2), "triton", (0, 1, 2)), split=(2, (256, 1024)), shorter=(tiny, short))
     k._sms = lambda: 132  # type: ignore[method-assign]
     x = torch.randn(4, 8)
-    for n, kind, factor in ((1024, "long", 2), (1023, "short", 3), (256, "short", 3), (4096, "long", 2)):
+    cases = (
+        (1024, "long", 2),
+        (1023, "short", 3),
+        (256, "short", 3),
+        (255, "tiny", 4),
+        (1, "tiny", 4),
+        (4096, "long", 2),
+    )
+    for n, kind, factor in cases:
         y = torch.empty_like(x)
         k.run(x, y, n)
         assert calls[-1] == (kind, n)
         torch.testing.assert_close(y, factor * x)
-    assert k.launches == {"primary": 2, "fallback": 2}
+    assert k.launches == {"primary": 2, "fallback": 0, "below 256": 2, "below 1024": 2}
+    assert "2 more by row length" in repr(k)
 
     bound: list[str] = []
-    k._bound = SimpleNamespace(role="primary", launch=lambda args, stream: bound.append("primary") or True)  # type: ignore[assignment]
-    k.run(x, torch.empty_like(x), 2048, stream=7)  # long rows: the bound primary
-    k.run(x, torch.empty_like(x), 100, stream=7)  # short rows: not the bound primary
-    assert bound == ["primary"] and calls[-1] == ("short", 100)
+    k._bound = SimpleNamespace(  # type: ignore[assignment]
+        role="below 1024", variant=short, launch=lambda args, stream: bound.append("short") or True
+    )
+    k.run(x, torch.empty_like(x), 512, stream=7)  # its rows: the bound variant
+    k.run(x, torch.empty_like(x), 100, stream=7)  # tiny rows: not the bound variant
+    k.run(x, torch.empty_like(x), 2048, stream=7)  # long rows: nor
+    assert bound == ["short"] and calls[-2:] == [("tiny", 100), ("long", 2048)]
 
 
-def test_a_kernel_without_a_second_variant_ignores_a_split() -> None:
+def test_a_split_needs_a_variant_per_length() -> None:
     calls: list[tuple[str, Any]] = []
-    k = TilecKernel("k", variant(doubling_module("triton", calls), "triton", (0, 1)), split=(1, 10))
-    assert k.split is None
+    one = variant(doubling_module("triton", calls), "triton", (0, 1))
+    with pytest.raises(ValueError, match="one variant per length"):
+        TilecKernel("k", one, split=(1, (10, 20)), shorter=(one,))
+    with pytest.raises(ValueError, match="one variant per length"):
+        TilecKernel("k", one, split=(1, (10,)))
+    with pytest.raises(ValueError, match="one variant per length"):
+        TilecKernel("k", one, shorter=(one,))
+
+
+def test_a_wrapper_of_one_short_rows_plan_loads() -> None:
+    """A wrapper written when a kernel had one plan for its short rows (its variant the fallback,
+    `split=(argument, length)`; an FX-graph cache may hold one) loads as a split of one length."""
+    from tilec.runtime.launch import load_kernel
+
+    src = "def launch(x, y, n, num_sms=1):\n    y.copy_(x)\n"
+    k = load_kernel(
+        "k", src, "triton", [0, 1, 2], fallback=src, fallback_order=[0, 1, 2], split=(2, 1024), device="cpu"
+    )
+    assert k.split == (2, (1024,)) and k.fallback is None and len(k.shorter) == 1
+    x = torch.randn(2, 4)
+    y = torch.empty_like(x)
+    k.run(x, y, 100)
+    assert k.launches["below 1024"] == 1 and torch.equal(y, x)

@@ -364,38 +364,44 @@ def test_rows_of_symbolic_length_are_read_in_vectors(tmp_path) -> None:
     assert sum(n for ins, n in vectors.items() if ins.startswith("st")) >= 1, counts
 
 
-def test_a_build_with_a_plan_for_short_rows_launches_it_below_its_length() -> None:
-    """The hook's build of a kernel over rows of symbolic length whose rule gives its short rows a
-    plan of their own: the fallback variant is the Triton pipeline with that plan, and the
-    wrapper's definition passes the row length's argument and the length (`split`), which the
-    launcher reads; on the CPU both variants run in Triton's interpreter and equal eager."""
+def test_a_build_with_plans_for_shorter_rows_launches_each_in_its_range() -> None:
+    """The hook's build of a kernel over rows of symbolic length whose rule gives its shorter rows
+    plans of their own: a variant of the Triton pipeline with each plan, and the wrapper's
+    definition passes the row length's argument, the lengths and the variants (`split`,
+    `shorter`), which the launcher reads; on the CPU every variant runs in Triton's interpreter,
+    each on the rows of its range, and equals eager."""
     from tilec.inductor.build import build
     from tilec.inductor.wrapper import definition
     from tilec.passes.pipelines import with_plan
     from tilec.runtime.launch import load_kernel
 
     lowered, _ = _symbolic("softmax", "triton-default")
-    short = "xblock=1,rblock=256,num_warps=1,lanes_reread=true"
-    built = build(lowered, "triton", "cpu", SURVEYED, short=(short, 2048))
-    names = [a.param for a in lowered.args] + list(lowered.sizes)
-    assert built.split == (names.index("rnumel"), 2048)
-    assert built.primary.pipeline == with_plan("triton-default", SURVEYED)
-    assert built.fallback is not None and built.fallback.pipeline == with_plan("triton-default", short)
-    assert "split=(" in definition("k", built)
-    kernel = load_kernel(
-        "k",
-        built.primary.source.replace("tilec_kernel_name_placeholder", "k"),
-        "triton",
-        built.primary.order,
-        fallback=built.fallback.source.replace("tilec_kernel_name_placeholder", "k"),
-        fallback_order=built.fallback.order,
-        device="cpu",
-        split=built.split,
+    tiny, short = (
+        "xblock=1,rblock=128,num_warps=1,lanes_reread=true",
+        "xblock=1,rblock=256,num_warps=1,lanes_reread=true",
     )
-    for rows, cols in ((3, 1001), (2, 2048), (2, 2500)):
+    built = build(lowered, "triton", "cpu", SURVEYED, shorter=((tiny, 512), (short, 2048)))
+    names = [a.param for a in lowered.args] + list(lowered.sizes)
+    assert built.split == (names.index("rnumel"), (512, 2048))
+    assert built.primary.pipeline == with_plan("triton-default", SURVEYED)
+    assert [v.pipeline for v in built.shorter] == [with_plan("triton-default", p) for p in (tiny, short)]
+    assert built.fallback is None
+    with pytest.raises(ValueError, match="ascend"):
+        build(lowered, "triton", "cpu", SURVEYED, shorter=((short, 2048), (tiny, 512)))
+    text = definition("k", built)
+    scope: dict[str, Any] = {}
+    exec(compile(f"kernel = {text}", "<wrapper>", "exec"), scope)  # the wrapper's line, as written
+    kernel = scope["kernel"]
+    assert kernel.split == built.split and len(kernel.shorter) == 2
+    with pytest.raises(ValueError, match="one variant per length"):
+        load_kernel("k", built.primary.source, "triton", built.primary.order, device="cpu", split=(0, (512, 2048)))
+    runs = {}
+    for rows, cols in ((3, 300), (2, 1001), (2, 2048), (2, 2500)):
         x = _symbolic_inputs("softmax", rows, cols)[0]
         out = torch.full((rows, cols), float("nan")).bfloat16()
         sizes = {"xnumel": rows, "rnumel": cols}
+        before = dict(kernel.launches)
         kernel.run(*[out if a.is_written else x for a in lowered.args], *[sizes[s] for s in lowered.sizes])
+        (runs[cols],) = [role for role, n in kernel.launches.items() if n > before[role]]
         assert_close(out.float(), softmax(x.float()), torch.bfloat16, what=f"{rows}x{cols}")
-    assert kernel.launches == {"primary": 2, "fallback": 1}
+    assert runs == {300: "below 512", 1001: "below 2048", 2048: "primary", 2500: "primary"}

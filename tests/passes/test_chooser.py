@@ -1083,12 +1083,12 @@ def test_a_cross_entropys_log_sum_exp_has_rules_of_its_own(
     assert choice.reason.startswith(f"measured fastest for {family} rows") and f"{RESULTS}/{run}:" in choice.reason
 
 
-def test_rows_of_symbolic_length_on_the_h200_take_a_plan_for_their_short_rows() -> None:
+def test_rows_of_symbolic_length_on_the_h200_take_plans_for_their_shorter_rows() -> None:
     """Softmax and LayerNorm over rows of symbolic length (`torch.compile(dynamic=True)`): on the
     H200 no one plan beat stock at every length surveyed (bench/results/2026-11-28-h200-symbolic-
-    survey), so the rule gives the short rows a plan of their own, below the length from which the
-    other plan won; RMSNorm's rows of 256 stay stock's, so its rule keeps stock. The H100, with no
-    such survey, keeps stock for lack of a measurement."""
+    survey), so the rule gives the shorter rows plans of their own, each below the length from
+    which the next won; RMSNorm's rows of 256 stay stock's, so its rule keeps stock. The H100, with
+    no such survey, keeps stock for lack of a measurement."""
     from tilec.frontend.capture import capture
     from tilec.ir.target import H200
 
@@ -1101,11 +1101,14 @@ def test_rows_of_symbolic_length_on_the_h200_take_a_plan_for_their_short_rows() 
     assert signature(softmax).symbolic
     choice = choose(softmax, hopper=True, gpu=H200.name)
     assert isinstance(choice, Choice) and choice.emitter == "triton", choice
-    assert choice.plan and choice.short and choice.plan != choice.short and choice.short_below > 256
+    plans = [plan for plan, _ in choice.shorter] + [choice.plan]
+    lengths = [below for _, below in choice.shorter]
+    assert len(plans) == 4 and len(set(plans)) == 4, choice  # (bench/rules.py: at most four)
+    assert lengths == sorted(lengths) and lengths[0] > 256, choice
     assert "2026-11-28-h200-symbolic-survey" in choice.reason
     layernorm = kernel(lambda x, w, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b), x, w, w)
     ln = choose(layernorm, hopper=True, gpu=H200.name)
-    assert isinstance(ln, Choice) and ln.short, ln
+    assert isinstance(ln, Choice) and ln.shorter, ln
     rmsnorm = kernel(lambda x, w: x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(x.dtype) * w, x, w)
     rms = choose(rmsnorm, hopper=True, gpu=H200.name)
     assert isinstance(rms, Decline) and rms.reason.startswith(
@@ -1118,25 +1121,36 @@ def test_rows_of_symbolic_length_on_the_h200_take_a_plan_for_their_short_rows() 
 def test_rows_of_symbolic_length_split_where_no_one_plan_wins_at_every_length() -> None:
     """bench/rules.py --kernels on a survey of rows of symbolic length (bench/symbolic_survey.py:
     one kernel timed at several sizes): where a plan wins at every length, it alone; where none
-    does but one wins below a measured length and another from it, both (`short`, `short_below`:
-    the split of the most speedup); where no split has a plan on each side, stock."""
+    does, the lengths measured cut into ranges of a plan each (`shorter`: the cut of the most
+    speedup, at most MOST_PLANS_BY_LENGTH ranges); where no cut has a plan for every range, stock."""
     tool = load("rules")
     sig = ("softmax", 1, 2, None, None, 0)
-    small, wide = "triton{xblock=1,rblock=256,num_warps=1}", "triton{xblock=1,rblock=2048,num_warps=4}"
+    small, mid, wide = (
+        "triton{xblock=1,rblock=256,num_warps=1}",
+        "triton{xblock=1,rblock=512,num_warps=1}",
+        "triton{xblock=1,rblock=2048,num_warps=4}",
+    )
 
     def sized(m: int, n: int, ms: dict[str, float]) -> dict[str, Any]:
         return _model_row((sig, ms), traced=[m, n])
 
-    short_rows = sized(65536, 256, {"stock": 0.050, small: 0.040, wide: 0.090})
-    mid_rows = sized(8192, 2048, {"stock": 0.060, small: 0.030, wide: 0.031})
-    long_rows = sized(1024, 32768, {"stock": 0.110, small: 0.150, wide: 0.080})
+    short_rows = sized(65536, 256, {"stock": 0.050, small: 0.040, mid: 0.045, wide: 0.090})
+    mid_rows = sized(8192, 2048, {"stock": 0.060, small: 0.030, mid: 0.031, wide: 0.031})
+    long_rows = sized(1024, 32768, {"stock": 0.110, small: 0.150, mid: 0.140, wide: 0.080})
     (both,) = tool.derive_models([short_rows, mid_rows, long_rows])
-    assert both.symbolic and both.action == wide and both.short == small, both
-    assert both.short_below == 32768  # the mid rows: both win there, the small plan by more
-    assert "short='xblock=1,rblock=256,num_warps=1', short_below=32768" in both.source("run")
+    assert both.symbolic and both.action == wide and both.shorter == ((small, 32768),), both
+    # (the mid rows: every plan wins there, the small one by most)
+    assert "shorter=(('xblock=1,rblock=256,num_warps=1', 32768),)" in both.source("run")
     assert "65536x256 40.0 vs 50.0 us" in both.figures and "1024x32768 80.0 vs 110.0 us" in both.figures
     (one,) = tool.derive_models([mid_rows, long_rows])
-    assert one.action == wide and not one.short
-    lost = sized(2048, 16384, {"stock": 0.070, small: 0.090, wide: 0.075})  # between the two: neither wins
+    assert one.action == wide and not one.shorter
+    # three ranges where the mid rows' own plan wins there by most
+    mid_best = sized(8192, 2048, {"stock": 0.060, small: 0.040, mid: 0.025, wide: 0.045})
+    (three,) = tool.derive_models([short_rows, mid_best, long_rows])
+    assert three.action == wide and three.shorter == ((small, 2048), (mid, 32768)), three
+    assert tool.by_length(
+        [tool.model_kernels([r])[0][2] for r in (short_rows, mid_best, long_rows)], lambda _: 0.03, most=2
+    ) == (((mid, 32768),), wide)  # two ranges at most: the mid rows' plan serves the short rows too
+    lost = sized(2048, 16384, {"stock": 0.070, small: 0.090, mid: 0.090, wide: 0.075})  # neither wins there
     (stock,) = tool.derive_models([short_rows, mid_rows, lost, long_rows])
-    assert stock.action == "stock" and not stock.short
+    assert stock.action == "stock" and not stock.shorter

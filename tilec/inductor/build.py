@@ -6,6 +6,8 @@ emitter, and each variant is emitted. A `KernelBuild` is everything the wrapper 
 from __future__ import annotations
 
 import functools
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,9 +51,11 @@ class KernelBuild:
     fallback: Emitted | None = None
     tma: list[tuple[int, tuple[int, ...], int]] = field(default_factory=list)
     device: str = "cuda"
-    # rows of symbolic length with a plan of their own for short rows: (the run() argument that is
-    # the row length, the length from which the primary runs); the fallback is the short rows' plan
-    split: tuple[int, int] | None = None
+    # rows of symbolic length with plans of their own for shorter rows: (the run() argument that is
+    # the row length, the lengths that bound `shorter`'s variants, ascending): a row shorter than
+    # the i-th length runs `shorter[i]` (the first that fits), a longer one the primary
+    split: tuple[int, tuple[int, ...]] | None = None
+    shorter: list[Emitted] = field(default_factory=list)
     stem: str = "triton"  # the kernel's name, less the wrapper's counter
     tuning: str | None = None  # the autotuner's timings, when it chose
     # the chooser's signature of the kernel (policy.signature_key), and the autotuner's timings
@@ -115,12 +119,14 @@ def _tma_operands(kernel: Any, names: list[str]) -> list[tuple[int, tuple[int, .
     return out
 
 
-def build(lowered: Any, emitter: str, device: str, plan: str = "", short: tuple[str, int] | None = None) -> KernelBuild:
+def build(
+    lowered: Any, emitter: str, device: str, plan: str = "", shorter: Sequence[tuple[str, int]] = ()
+) -> KernelBuild:
     """Runs the pipelines on copies of the logical kernel and emits each variant. `plan`: options
     set on the primary emitter's plan pass (the chooser's or the autotuner's plan variant).
-    `short`: (plan options, length) for a Triton kernel over rows of symbolic length: its
-    fallback variant is the Triton pipeline with those options, launched on rows shorter than the
-    length (`KernelBuild.split`). A
+    `shorter`: (plan options, length) pairs, lengths ascending, for a Triton kernel over rows of
+    symbolic length: each a variant of the Triton pipeline with those options, launched on rows
+    shorter than its length and no shorter than the pair's before it (`KernelBuild.split`). A
     banded kernel (`lowered.column_sums`: a norm's backward with its weights' gradients) built for
     Gluon runs the banded Gluon pipeline (`tilec.config.banded_gluon_pipeline`), or with `plan` its
     cluster form's options (`is_cluster_plan`) the banded cluster pipeline with them, and has no
@@ -146,13 +152,15 @@ def build(lowered: Any, emitter: str, device: str, plan: str = "", short: tuple[
             _built.clear()
         _built[key] = built
     primary, fallback, tma = built
-    if short is None:
+    if not shorter:
         return KernelBuild(lowered, primary, fallback, list(tma), device)
     if emitter != "triton" or "rnumel" not in names:
-        raise RuntimeError("a plan for short rows needs a Triton kernel over rows of symbolic length")
-    options, length = short
-    back = build(lowered, "triton", device, options).primary
-    return KernelBuild(lowered, primary, back, [], device, split=(names.index("rnumel"), length))
+        raise RuntimeError("plans for shorter rows need a Triton kernel over rows of symbolic length")
+    lengths = tuple(length for _, length in shorter)
+    if any(a >= b for a, b in itertools.pairwise(lengths)) or lengths[0] < 1:
+        raise ValueError(f"the shorter rows' lengths must ascend from 1 or more: {list(lengths)}")
+    variants = [build(lowered, "triton", device, options).primary for options, _ in shorter]
+    return KernelBuild(lowered, primary, None, [], device, split=(names.index("rnumel"), lengths), shorter=variants)
 
 
 def pipeline_for(kind: str, emitter: str, plan: str, banded: bool) -> str:

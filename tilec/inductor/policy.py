@@ -166,7 +166,8 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | Declin
         if isinstance(lowered, Unsupported):
             return Declined(lowered.reason)
         key = signature_key(lowered.kernel)
-        plan_options, tuned, short = "", None, None
+        plan_options, tuned = "", None
+        shorter: tuple[tuple[str, int], ...] = ()
         if device.type == "cuda":  # the chooser's rules and the autotuner's timings are GPU measurements
             from tilec.inductor import autotune
             from tilec.passes.plan import reads_columns, reduction_numel
@@ -187,8 +188,8 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | Declin
             decided = _decided(tuned, lowered.kernel, hopper, forced, target)
             if isinstance(decided, str):
                 return _declined(decided, key, lowered, tuned)
-            emitter, plan_options, short = decided
-        built = build(lowered, emitter, device.type, plan_options, short)
+            emitter, plan_options, shorter = decided
+        built = build(lowered, emitter, device.type, plan_options, shorter)
         built.stem = name_stem(lowered, list(features.node_schedule))
         return _with_facts(built, key, lowered, tuned)
     except Exception as e:
@@ -199,8 +200,8 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | Declin
 
 def _decided(
     tuned: Any, kernel: Any, hopper: bool, forced: str | None, target: Target
-) -> tuple[str, str, tuple[str, int] | None] | str:
-    """(emitter, plan options, the short rows' plan and the length it serves below, or None): what
+) -> tuple[str, str, tuple[tuple[str, int], ...]] | str:
+    """(emitter, plan options, the shorter rows' plans and the lengths each serves below): what
     the autotuner timed fastest (`tuned`, where it ran), else what the GPU's table says; or the
     reason stock Inductor keeps the kernel."""
     from tilec.inductor import autotune
@@ -209,12 +210,11 @@ def _decided(
     if tuned is not None:
         if tuned.winner == autotune.STOCK:
             return f"stock Inductor timed fastest when autotuned: {tuned.describe()}"
-        return (*autotune.split(tuned.winner), None)
+        return (*autotune.split(tuned.winner), ())
     choice = choose(kernel, hopper=hopper, forced=forced, decline=cfg.decline, gpu=target.name)
     if isinstance(choice, Decline):
         return choice.reason
-    short = (choice.short, choice.short_below) if choice.short else None  # (build: Triton's alone)
-    return choice.emitter, choice.plan, short
+    return choice.emitter, choice.plan, choice.shorter  # (build: Triton's alone)
 
 
 def _failed(e: Exception) -> str:
@@ -323,7 +323,7 @@ def attempt_mix_order(scheduling: Any, node: Any, device: Any) -> KernelBuild | 
         decided = _decided(tuned, lowered.kernel, ring, forced, target)
         if isinstance(decided, str):
             return _declined(decided, key, lowered, tuned)
-        kind, options, _ = decided  # (no mix-order rule has a plan for short rows)
+        kind, options, _ = decided  # (no mix-order rule has plans for shorter rows)
         try:
             made = built_as(f"{kind}{{{options}}}" if options else kind)
         except NoRingError as e:

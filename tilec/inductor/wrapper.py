@@ -52,6 +52,10 @@ def definition(name: str, built: KernelBuild) -> str:
         lines.append(f"    tma={built.tma!r},")
     if built.split is not None:
         lines.append(f"    split={built.split!r},")
+        lines.append("    shorter=[")
+        for v in built.shorter:
+            lines.append(f"        ({_literal(named(v.source))}, {v.kind!r}, {v.order!r}),")
+        lines.append("    ],")
     lines += [f"    device={built.device!r},", ")"]
     return "\n".join(lines)
 
@@ -66,6 +70,7 @@ def define_once(wrapper: Any, built: KernelBuild, metadata: Callable[[], str]) -
             built.fallback.source if built.fallback else "",
             repr(built.tma),
             repr(built.split),
+            *(v.source for v in built.shorter),
         ]
     )
     name = wrapper.src_to_kernel.get(key)

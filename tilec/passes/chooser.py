@@ -154,10 +154,9 @@ class Choice:
     emitter: str  # "gluon" | "triton"
     reason: str
     plan: str = ""  # options set on the emitter's plan pass ("xblock=1,num_warps=4"), or none
-    # rows of symbolic length: the plan for rows shorter than `short_below` elements (launched in
-    # place of `plan`'s kernel on them: tilec.runtime.launch's `split`), or none
-    short: str = ""
-    short_below: int = 0
+    # rows of symbolic length: the plans of the shorter rows (`Rule.shorter`), launched in place of
+    # `plan`'s kernel on them (tilec.runtime.launch's `split`)
+    shorter: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -183,11 +182,11 @@ class Rule:
     # a mix-order rule measured on kernels of this many column sums alone (RMSNorm's backward and
     # LayerNorm's differ there: one weight gradient or two); 0: kernels of any number
     column_sums: int = 0
-    # a rule for rows of symbolic length whose plan serves rows of `short_below` elements and more:
-    # the plan its shorter rows measured fastest with (the kernel launches one or the other by the
-    # row length it is given), or none
-    short: str = ""
-    short_below: int = 0
+    # a rule for rows of symbolic length whose plan serves its longer rows alone: (plan, below) for
+    # the shorter ones, by length — a row shorter than `below` elements takes the first such plan
+    # (the kernel launches one of its variants by the row length it is given); none: `plan` serves
+    # every length
+    shorter: tuple[tuple[str, int], ...] = ()
 
     @property
     def evidence(self) -> str:
@@ -1450,11 +1449,14 @@ H200_RULES: tuple[Rule, ...] = (
         2**62,
         "triton",
         "2026-11-28-h200-symbolic-survey",
-        "65536x256 61.3 vs 69.1 us; 16384x1000 43.4 vs 71.9 us; 32768x1024 76.0 vs 139.9 us; 8192x2048 40.4 vs 74.4 us; 4000x3000 31.1 vs 66.8 us; 8192x4096 70.1 vs 131.6 us; 4096x8192 72.8 vs 114.1 us; 2048x16384 75.0 vs 105.2 us; 1024x32768 87.0 vs 102.9 us; 1000x3000 12.0 vs 18.7 us",
-        plan="xblock=1,rblock=1024,num_warps=2,lanes_reread=true",
+        "65536x256 61.3 vs 69.1 us; 16384x1000 37.4 vs 71.9 us; 32768x1024 65.6 vs 139.9 us; 8192x2048 37.1 vs 74.4 us; 4000x3000 28.8 vs 66.8 us; 8192x4096 68.0 vs 131.6 us; 4096x8192 72.2 vs 114.1 us; 2048x16384 69.1 vs 105.2 us; 1024x32768 75.6 vs 102.9 us; 1000x3000 12.9 vs 18.7 us",
+        plan="xblock=1,rblock=2048,num_warps=16,lanes_reread=true",
         symbolic=True,
-        short="xblock=1,rblock=256,num_warps=1,lanes_reread=true",
-        short_below=2048,
+        shorter=(
+            ("xblock=1,rblock=256,num_warps=1,lanes_reread=true", 1000),
+            ("xblock=1,rblock=512,num_warps=1,lanes_reread=true", 16384),
+            ("xblock=1,rblock=1024,num_warps=8,lanes_reread=true", 32768),
+        ),
     ),
     Rule(
         "softmax",
@@ -1462,11 +1464,14 @@ H200_RULES: tuple[Rule, ...] = (
         2**62,
         "triton",
         "2026-11-28-h200-symbolic-survey",
-        "65536x256 45.3 vs 58.5 us; 16384x1000 34.2 vs 62.4 us; 32768x1024 60.0 vs 117.4 us; 8192x2048 35.0 vs 67.0 us; 4000x3000 30.4 vs 56.7 us; 8192x4096 56.8 vs 111.6 us; 4096x8192 51.7 vs 100.9 us; 2048x16384 63.2 vs 98.2 us; 1024x32768 77.0 vs 113.8 us; 1000x3000 11.3 vs 18.0 us",
-        plan="xblock=1,rblock=2048,num_warps=4,lanes_reread=true",
+        "65536x256 45.3 vs 58.5 us; 16384x1000 30.5 vs 62.4 us; 32768x1024 52.9 vs 117.4 us; 8192x2048 29.8 vs 67.0 us; 4000x3000 24.0 vs 56.7 us; 8192x4096 56.8 vs 111.6 us; 4096x8192 51.7 vs 100.9 us; 2048x16384 54.6 vs 98.2 us; 1024x32768 59.6 vs 113.8 us; 1000x3000 10.4 vs 18.0 us",
+        plan="xblock=1,rblock=4096,num_warps=8,lanes_reread=true",
         symbolic=True,
-        short="xblock=1,rblock=256,num_warps=1,lanes_reread=true",
-        short_below=3000,
+        shorter=(
+            ("xblock=1,rblock=256,num_warps=1,lanes_reread=true", 1000),
+            ("xblock=1,rblock=512,num_warps=1,lanes_reread=true", 4096),
+            ("xblock=1,rblock=2048,num_warps=4,lanes_reread=true", 16384),
+        ),
     ),
     Rule(
         "sum",
@@ -2696,7 +2701,7 @@ def choose(
         return Choice(forced, f"tilec.config.emitter = {forced!r}", plan)
     if rule is not None and rule.action in ("gluon", "triton") and (rule.action == "triton" or hopper):
         reason = f"measured fastest for {where} ({rule.evidence})"
-        return Choice(rule.action, reason, rule.plan, rule.short, rule.short_below)
+        return Choice(rule.action, reason, rule.plan, rule.shorter)
     if sig.family == "mix-order":  # its Gluon form (band-ring) only where a rule measured it
         return Choice("triton", "the default for a mix-order kernel: the banded Triton kernel")
     return Choice("gluon" if hopper else "triton", "the default: Gluon on Hopper and newer, Triton elsewhere")

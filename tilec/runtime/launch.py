@@ -23,10 +23,12 @@ launch, and the encoded TMA descriptors of each tuple of base pointers are reuse
 work is gathering the arguments and checking device and pointer alignment. Anything else (another
 alignment, a launch hook, no stream from the wrapper) takes the general path below.
 
-A kernel over rows of symbolic length may carry a second plan for its short rows (`split`: the
-run() argument that is the row length and the length from which the primary runs): a launch on
-shorter rows takes the fallback variant, that plan's kernel (one plan cannot serve every length:
-bench/results/2026-11-28-h200-symbolic-survey).
+A kernel over rows of symbolic length may carry plans of their own for its shorter rows (`split`:
+the run() argument that is the row length and the lengths, ascending, that bound the `shorter`
+variants): a launch on rows shorter than the i-th length (and no shorter than the one before)
+takes the i-th of them, a launch on longer rows the primary (one plan cannot serve every length:
+bench/results/2026-11-28-h200-symbolic-survey). Each variant counts its launches under its role:
+"primary", "fallback", "below N" for the one serving rows shorter than N.
 
 If the primary variant fails on its first launch (a compile error in Triton), the kernel logs it and
 uses the fallback from then on (`tilec.config.strict` raises instead). `num_sms` for persistent grids
@@ -103,17 +105,26 @@ class TilecKernel:
         fallback: Variant | None = None,
         tma: tuple[TmaOperand, ...] = (),
         device: str = "cuda",
-        split: tuple[int, int] | None = None,
+        split: tuple[int, tuple[int, ...]] | None = None,
+        shorter: tuple[Variant, ...] = (),
     ) -> None:
         self.name = name
         self.primary = primary
         self.fallback = fallback
-        # (the run() argument holding the row length, the length from which the primary runs):
-        # shorter rows take the fallback, a plan of their own
-        self.split = split if fallback is not None else None
+        # (the run() argument holding the row length, the lengths bounding `shorter`, ascending):
+        # a row shorter than the i-th length takes shorter[i], the first that fits
+        if (split is None) != (not shorter) or (split is not None and len(split[1]) != len(shorter)):
+            raise ValueError(f"tilec: {name}: a split needs one variant per length ({split}, {len(shorter)} variants)")
+        self.split = split
+        self.shorter = shorter
         self.tma = tma
         self.device = device
-        self.launches = {"primary": 0, "fallback": 0}  # launches per variant (tests read them)
+        self._roles = {id(primary): "primary"}
+        if fallback is not None:
+            self._roles[id(fallback)] = "fallback"
+        for length, variant in zip(split[1] if split else (), shorter):
+            self._roles[id(variant)] = f"below {length}"
+        self.launches = dict.fromkeys(["primary", "fallback", *self._roles.values()], 0)  # per role (tests read them)
         self._descs: dict[tuple[int, ...], Any] = {}
         self._desc_args: dict[str, int] | None = None  # descriptor name -> run() argument
         self._num_sms: dict[int, int] = {}
@@ -127,26 +138,27 @@ class TilecKernel:
 
     def __repr__(self) -> str:
         kinds = self.primary.kind + (f"/{self.fallback.kind}" if self.fallback else "")
+        kinds += f", {len(self.shorter)} more by row length" if self.shorter else ""
         return f"TilecKernel({self.name!r}, {kinds}, device={self.device!r})"
 
     # -- the launch
 
     def run(self, *args: Any, stream: Any = None) -> None:
         if self.device == "cpu":
-            self._launch(self._fallback() if self._short(args) else self.primary, args, None)
+            self._launch(self._by_length(args) or self.primary, args, None)
             return
         bound = self._bound
         if (
             bound is not None
             and stream is not None
-            and (self.split is None or (bound.role == "fallback") == self._short(args))
+            and (self.split is None or bound.variant is (self._by_length(args) or self.primary))
             and bound.launch(args, stream)
         ):
             self.launches[bound.role] += 1
             return
         variant, descs = self._variant_for(args)
         if variant is not self.primary:
-            self._launch_fallback(args, stream)
+            self._launch(variant, args, stream)
             return
         if self._primary_ran:
             self._launch(self.primary, args, stream, descs)
@@ -186,18 +198,28 @@ class TilecKernel:
 
     def _variant_for(self, args: tuple[Any, ...]) -> tuple[Variant, Any]:
         """The variant a launch on `args` runs and its TMA descriptors (None without TMA): the
-        fallback where the primary failed or cannot read these arguments through TMA (strides, a
-        misaligned base)."""
-        if self._primary_failed or (self.tma and not self._primary_possible) or self._short(args):
+        shorter rows' variant for rows it serves; the fallback where the primary failed or cannot
+        read these arguments through TMA (strides, a misaligned base)."""
+        shorter = self._by_length(args)
+        if shorter is not None:
+            return shorter, None
+        if self._primary_failed or (self.tma and not self._primary_possible):
             return self._fallback(), None
         descs = self._descriptors(args) if self.tma else None
         if descs is _MISALIGNED:
             return self._fallback(), None
         return self.primary, descs
 
-    def _short(self, args: tuple[Any, ...]) -> bool:
-        """Whether `args` are rows shorter than the primary's plan serves (`split`)."""
-        return self.split is not None and int(args[self.split[0]]) < self.split[1]
+    def _by_length(self, args: tuple[Any, ...]) -> Variant | None:
+        """The variant of the shorter rows that serves the row length in `args` (`split`), or None
+        where the primary's plan serves it."""
+        if self.split is None:
+            return None
+        n = int(args[self.split[0]])
+        for length, variant in zip(self.split[1], self.shorter):
+            if n < length:
+                return variant
+        return None
 
     def _fallback(self) -> Variant:
         if self.fallback is None:  # pragma: no cover - a TMA kernel always has one
@@ -208,7 +230,7 @@ class TilecKernel:
         self._launch(self._fallback(), args, stream)
 
     def _launch(self, variant: Variant, args: tuple[Any, ...], stream: Any, descs: Any = None) -> None:
-        self.launches["primary" if variant is self.primary else "fallback"] += 1
+        self.launches[self._roles[id(variant)]] += 1
         module = variant.module
         kwargs: dict[str, Any] = {"num_sms": self._sms()}
         if descs is not None:
@@ -256,10 +278,18 @@ class TilecKernel:
         kwargs: dict[str, Any],
     ) -> None:
         """Binds the next launches of `variant` to the compiled kernel (`_Bound`)."""
-        role = "primary" if variant is self.primary else "fallback"
         sizes = _sizes(prepare, variant, args, kwargs)
         self._bound = _Bound.make(
-            role, compiled, grid, kernel_args, args, index, self.tma, variant, kwargs["num_sms"], sizes
+            self._roles[id(variant)],
+            compiled,
+            grid,
+            kernel_args,
+            args,
+            index,
+            self.tma,
+            variant,
+            kwargs["num_sms"],
+            sizes,
         )
 
     def _sms(self) -> int:
@@ -327,7 +357,8 @@ class _Bound:
     too. Kernels that need Triton's scratch memory or launch hooks, and launchers of another
     shape than Triton 3.6's, keep the general path."""
 
-    role: str  # "primary" or "fallback": which variant it launches
+    role: str  # which variant it launches ("primary", "fallback", "below N": TilecKernel's roles)
+    variant: Variant | None
     c_launch: Any  # Triton's compiled C launcher
     function: Any  # the CUfunction
     head: tuple[Any, ...]  # the launcher's arguments between the function and the kernel's
@@ -371,7 +402,8 @@ class _Bound:
         except AttributeError:
             return None
         self = cls()
-        self.role, self.c_launch, self.function, self.head, self.device = role, c_launch, function, head, device
+        self.role, self.variant = role, variant
+        self.c_launch, self.function, self.head, self.device = c_launch, function, head, device
         self.grid = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
         # per kernel argument: ("arg", index into run()'s arguments), ("desc", index of the TMA
         # operand it reads), or ("const", value)
@@ -608,17 +640,27 @@ def load_kernel(
     fallback_order: list[int] | tuple[int, ...] = (),
     tma: list[tuple[int, tuple[int, ...], int]] | tuple[Any, ...] = (),
     device: str = "cuda",
-    split: tuple[int, int] | list[int] | None = None,
+    split: tuple[int, Any] | list[Any] | None = None,
+    shorter: list[tuple[str, str, list[int] | tuple[int, ...]]] | tuple[Any, ...] = (),
 ) -> TilecKernel:
     """The kernel object a wrapper defines (the sources are embedded in the wrapper, so a wrapper
-    Inductor's FX-graph cache reloads in another process needs nothing else)."""
+    Inductor's FX-graph cache reloads in another process needs nothing else). `split`: (the run()
+    argument that is the row length, the lengths bounding `shorter`: (source, kind, order) of
+    each shorter rows' variant); a wrapper written before kernels had more than one such variant
+    gives one length and its variant as the fallback."""
     interpret = device == "cpu"
     primary = Variant(source, kind, tuple(order), interpret)
     primary.module  # noqa: B018 - import now: a broken module fails when the wrapper loads, not mid-run
     back = Variant(fallback, fallback_kind, tuple(fallback_order), interpret) if fallback is not None else None
     operands = tuple(TmaOperand(int(a), tuple(int(s) for s in strides), int(b)) for a, strides, b in tma)
-    rows = (int(split[0]), int(split[1])) if split is not None else None
-    kernel = TilecKernel(name, primary, back, operands, device, rows)
+    variants = tuple(Variant(src, k, tuple(o), interpret) for src, k, o in shorter)
+    rows = None
+    if split is not None:
+        arg, lengths = split
+        if isinstance(lengths, int):  # the older form: one length, the fallback its variant
+            lengths, variants, back = (lengths,), (back,) if back is not None else (), None
+        rows = (int(arg), tuple(int(n) for n in lengths))
+    kernel = TilecKernel(name, primary, back, operands, device, rows, variants)
     _loaded[:] = [r for r in _loaded if r() is not None]
     _loaded.append(weakref.ref(kernel))
     return kernel
