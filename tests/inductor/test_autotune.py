@@ -129,8 +129,10 @@ def test_rows_of_131072_and_more_get_the_cluster_plans_they_split_into() -> None
 def test_the_gluon_long_row_plans_compute_what_eager_does(name: str, plan: str) -> None:
     """The Gluon loop over a long row (the autotuner's candidate and the plans the chooser's rules
     set: the H200's softmax rows of 32768), the row cached in shared memory, equals eager in the
-    interpreter: 512 rows of 32768 and of 20000 (a partial last chunk; with fewer rows Inductor
-    splits each row over two kernels)."""
+    interpreter: rows of 32768 and of 20000 (a partial last chunk), captured 512 rows at a time
+    (with fewer rows Inductor splits each row over two kernels), the first programs, one in the
+    middle and the last run (every program runs the same code on its rows; those rows hold the
+    example's NaN and infinities)."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "passes"))
@@ -143,7 +145,10 @@ def test_the_gluon_long_row_plans_compute_what_eager_does(name: str, plan: str) 
         ex = example(name, 512, cols)
         kernel = ex.kernel(with_plan("gluon-default", plan))
         assert any(isinstance(op, TmaLoadOp) for op in kernel.walk())
-        ex.check(run_interp(ex, kernel), f"gluon with {plan} at 512x{cols}")
+        xblock = kernel.bound_constexprs()["XBLOCK"]
+        programs = sorted({0, 1, 256 // xblock, 512 // xblock - 1})
+        rows = [r for p in programs for r in range(p * xblock, (p + 1) * xblock)]
+        ex.check(run_interp(ex, kernel, programs=programs), f"gluon with {plan} at 512x{cols}", rows=rows)
 
 
 # the long-row candidates and the long-row plans of every GPU's rules

@@ -77,6 +77,26 @@ def test_scalar_params_constexprs_and_grid() -> None:
         interp.run(module.kernels[0], a, o, 37)
 
 
+def test_a_subset_of_the_programs_runs_alone() -> None:
+    """`programs` runs the programs of a 1-D grid it lists, in its order; what the others would
+    write stays as it was; an id outside the grid is an error."""
+    module = parse(
+        "tile.kernel @k(%a: ptr<f32>, %o: ptr<f32>, %n: i32) constexprs(B) attributes {grid = [cdiv(n, B)]} {\n"
+        "  %pid = tile.program_id : i32\n  %b = tile.constant {value = B} : i32\n  %start = tile.mul %pid, %b : i32\n"
+        "  %i = tile.arange {end = B} : tile<[B], i32>\n  %idx = tile.add %i, %start : tile<[B], i32>\n"
+        '  %m = tile.cmp %idx, %n {predicate = "lt"} : tile<[B], i1>\n  %v = tile.load %a, %idx, %m : tile<[B], f32>\n'
+        "  %s = tile.mul %v, %v : tile<[B], f32>\n  tile.store %o, %idx, %s, %m\n}\n"
+    )
+    a = torch.randn(37)
+    o = torch.full((37,), float("nan"))
+    interp.run(module.kernels[0], a, o, 37, B=4, programs=[9, 0, 3])  # 10 programs; the last partial
+    ran = [*range(0, 4), *range(12, 16), *range(36, 37)]
+    assert torch.equal(o[ran], a[ran] * a[ran])
+    assert o[[i for i in range(37) if i not in ran]].isnan().all()
+    with pytest.raises(interp.ExecutionError, match="not ids of the 1-D grid"):
+        interp.run(module.kernels[0], a, o, 37, B=4, programs=[10])
+
+
 def test_argument_checks() -> None:
     k = kernel("  %c = tile.constant {value = 0} : i32", "%a: ptr<f32>")
     with pytest.raises(interp.ExecutionError, match=re.escape("is a torch.float16 tensor; the kernel takes ptr<f32>")):

@@ -373,10 +373,17 @@ def test_the_ring_probes_cluster_kernels_compile_for_hopper(
     assert r["shared_bytes"] >= slots * n // 2 * 2, r
 
 
-def test_surveyed_plans_build_for_every_op() -> None:
+# the survey's ops (bench/plans.py's OPS and RESIDUAL_OPS, checked below), a test each: the plans
+# of one op take minutes to build, so the test command's processes share them
+SURVEYED_OPS = ("rmsnorm", "layernorm", "softmax", "add_rmsnorm", "add_layernorm")
+
+
+@pytest.mark.parametrize("op", SURVEYED_OPS)
+def test_surveyed_plans_build_for_every_op(op: str) -> None:
     """bench/plans.py's plans (the evidence of the chooser's rules): each builds the pipeline it
-    names and emits its emitter's code for every op (the residual-fused norms too), at rows that fit one tile (1024, 16384) and
-    rows that loop (32768, 50257), captured on meta tensors (nothing runs), with the rows a
+    names and emits its emitter's code for the op (each op of the survey, the residual-fused norms
+    too), at rows that fit one tile (1024, 16384) and rows that loop (32768, 50257, 65536, 131072),
+    captured on meta tensors (nothing runs), with the rows a
     program, chunk and warps it names (a chunk shorter than a row that fits: the loop), and the
     second read reversed and the stores evict-first where it says so (`-rev`, `-st`), and each row
     split across a cluster of the CTAs it names (`-clC`: one row a cluster, each CTA's slice in
@@ -389,73 +396,65 @@ def test_surveyed_plans_build_for_every_op() -> None:
 
     survey = load("plans")
     assert survey.main(["--list"]) == 0
+    assert (*survey.OPS, *survey.RESIDUAL_OPS) == SURVEYED_OPS
     named = re.compile(
         r"(gluon|triton)-(?:cl(\d+)-)?(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)(?:-k(\d+))?(?:-(rev|st|rev-st|push|lanes))?"
         r"(?:-reg(\d+))?(?:-pf(\d+))?"
     )
-    lengths = {op: (1024, 16384, 32768, 50257, 65536, 131072) for op in survey.OPS}
-    lengths |= {op: (2048, 50257) for op in survey.RESIDUAL_OPS}  # one row that fits a tile, one that loops
-    for op, ns in lengths.items():
-        for n in ns:
-            text = print_kernel(meta_kernel(op, 4096, n).kernel)
-            surveyed = survey.plans(n)
-            assert len(surveyed) > 2 and ("gluon" in surveyed) == (n <= survey.LONG_ROW), (n, list(surveyed))
-            for name, (emitter, plan) in surveyed.items():
-                module = parse(text)
-                run_pipeline(module, survey.pipeline(emitter, plan))
-                kernel = module.kernels[0]
-                emit = emit_triton if emitter == "triton" else emit_gluon
-                assert f"@{emitter}.jit" in emit(kernel).source, name
-                if plan:
-                    found = named.fullmatch(name)
-                    assert found is not None and found[1] == emitter, name
-                    ctas, xblock, rblock, chunk, warps, cached = (found[i] for i in range(2, 8))
-                    assert kernel.launch.num_warps == int(warps), (op, n, name)
-                    # a register cap where it names one (`-regR`)
-                    assert kernel.launch.maxnreg == (int(found[9]) if found[9] else None), name
-                    if ctas:  # one row a cluster: each CTA's slice copied into shared memory in chunks
-                        assert kernel.launch.num_ctas == int(ctas), name
-                        buffers = [o.result.type for o in kernel.walk() if o.name == "tile.smem_alloc"]
-                        assert buffers and all(t.shape == (int(ctas), int(chunk)) for t in buffers), name
-                        # all the slice's chunks, or as many as a row cache's bytes hold (`-kB`)
-                        slices = (
-                            int(cached) // (2 * int(ctas) * int(chunk)) if cached else n // (int(ctas) * int(chunk))
-                        )
-                        assert len(buffers) == slices, name
-                        exchanges = {o.attr("exchange") for o in kernel.walk() if o.name == "tile.cluster_gather"}
-                        assert exchanges == {"push" if found[8] == "push" else "barriers"}, name
-                        # the other inputs' reads a chunk ahead where it says so (`-pfD`)
-                        assert kernel.attributes.get("prefetch") == (int(found[10]) if found[10] else None), name
-                        continue
-                    # softmax's and LayerNorm's statistics per lane through the loops, each chunk
-                    # read again (`-lanes`): no per-chunk statistics left
-                    lanes = found[8] == "lanes"
-                    assert bool(kernel.attributes.get("lanes_reread")) == lanes, name
-                    if lanes and op in ("softmax", "layernorm"):
-                        assert not [o for o in kernel.walk() if o.name in ("tile.softmax_reduce", "tile.welford")], name
-                    # the second read turned around (`reverse`), the rows written evict-first (`stream`)
-                    reread = "" if lanes else found[8] or ""
-                    turned = any(
-                        (o.result.name_hint or "").endswith("_rev") for o in kernel.walk() if o.name == "tile.sub"
+    # one row that fits a tile, one that loops for the residual-fused norms
+    ns = (1024, 16384, 32768, 50257, 65536, 131072) if op in survey.OPS else (2048, 50257)
+    for n in ns:
+        text = print_kernel(meta_kernel(op, 4096, n).kernel)
+        surveyed = survey.plans(n)
+        assert len(surveyed) > 2 and ("gluon" in surveyed) == (n <= survey.LONG_ROW), (n, list(surveyed))
+        for name, (emitter, plan) in surveyed.items():
+            module = parse(text)
+            run_pipeline(module, survey.pipeline(emitter, plan))
+            kernel = module.kernels[0]
+            emit = emit_triton if emitter == "triton" else emit_gluon
+            assert f"@{emitter}.jit" in emit(kernel).source, name
+            if plan:
+                found = named.fullmatch(name)
+                assert found is not None and found[1] == emitter, name
+                ctas, xblock, rblock, chunk, warps, cached = (found[i] for i in range(2, 8))
+                assert kernel.launch.num_warps == int(warps), (op, n, name)
+                # a register cap where it names one (`-regR`)
+                assert kernel.launch.maxnreg == (int(found[9]) if found[9] else None), name
+                if ctas:  # one row a cluster: each CTA's slice copied into shared memory in chunks
+                    assert kernel.launch.num_ctas == int(ctas), name
+                    buffers = [o.result.type for o in kernel.walk() if o.name == "tile.smem_alloc"]
+                    assert buffers and all(t.shape == (int(ctas), int(chunk)) for t in buffers), name
+                    # all the slice's chunks, or as many as a row cache's bytes hold (`-kB`)
+                    slices = int(cached) // (2 * int(ctas) * int(chunk)) if cached else n // (int(ctas) * int(chunk))
+                    assert len(buffers) == slices, name
+                    exchanges = {o.attr("exchange") for o in kernel.walk() if o.name == "tile.cluster_gather"}
+                    assert exchanges == {"push" if found[8] == "push" else "barriers"}, name
+                    # the other inputs' reads a chunk ahead where it says so (`-pfD`)
+                    assert kernel.attributes.get("prefetch") == (int(found[10]) if found[10] else None), name
+                    continue
+                # softmax's and LayerNorm's statistics per lane through the loops, each chunk
+                # read again (`-lanes`): no per-chunk statistics left
+                lanes = found[8] == "lanes"
+                assert bool(kernel.attributes.get("lanes_reread")) == lanes, name
+                if lanes and op in ("softmax", "layernorm"):
+                    assert not [o for o in kernel.walk() if o.name in ("tile.softmax_reduce", "tile.welford")], name
+                # the second read turned around (`reverse`), the rows written evict-first (`stream`)
+                reread = "" if lanes else found[8] or ""
+                turned = any((o.result.name_hint or "").endswith("_rev") for o in kernel.walk() if o.name == "tile.sub")
+                streamed = any(o.name == "tile.store" and o.attr("eviction") == "evict_first" for o in kernel.walk())
+                assert (turned, streamed) == ("rev" in reread, "st" in reread), name
+                assert kernel.attributes.get("row_cache") == (int(cached) if cached else None), name
+                if cached:  # the loops over the row split at the cached columns, the first part copied by TMA
+                    assert any(op.name == "tile.tma_load" for op in kernel.walk()), name
+                    assert (
+                        sum(op.name == "tile.load" and op.operands[0].name_hint == "in_ptr0" for op in kernel.walk())
+                        >= 2
                     )
-                    streamed = any(
-                        o.name == "tile.store" and o.attr("eviction") == "evict_first" for o in kernel.walk()
-                    )
-                    assert (turned, streamed) == ("rev" in reread, "st" in reread), name
-                    assert kernel.attributes.get("row_cache") == (int(cached) if cached else None), name
-                    if cached:  # the loops over the row split at the cached columns, the first part copied by TMA
-                        assert any(op.name == "tile.tma_load" for op in kernel.walk()), name
-                        assert (
-                            sum(
-                                op.name == "tile.load" and op.operands[0].name_hint == "in_ptr0" for op in kernel.walk()
-                            )
-                            >= 2
-                        )
-                    if xblock:
-                        assert kernel.constexprs["XBLOCK"] == int(xblock), (op, n, name)
-                        assert rblock is None or kernel.constexprs["RBLOCK"] == int(rblock) < n, (op, n, name)
-                    else:
-                        assert (kernel.constexprs["XBLOCK"], kernel.constexprs["RBLOCK"]) == (1, int(chunk)), name
+                if xblock:
+                    assert kernel.constexprs["XBLOCK"] == int(xblock), (op, n, name)
+                    assert rblock is None or kernel.constexprs["RBLOCK"] == int(rblock) < n, (op, n, name)
+                else:
+                    assert (kernel.constexprs["XBLOCK"], kernel.constexprs["RBLOCK"]) == (1, int(chunk)), name
 
 
 def test_a_survey_checks_every_output_a_kernel_writes() -> None:

@@ -4,6 +4,7 @@ tilec's interpreter or by emitted Triton, and checked against eager PyTorch."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,15 +87,18 @@ class Example:
             args.append(buf)
         return args, outputs
 
-    def check(self, outputs: dict[str, torch.Tensor], what: str) -> None:
-        """Outputs equal the reference. With NaN or ±Inf in the input, a side output (LayerNorm's
-        saved mean and rstd) is compared on the other rows only: eager's own Welford order decides
-        whether such a row's mean is NaN or infinite."""
+    def check(self, outputs: dict[str, torch.Tensor], what: str, rows: Sequence[int] | None = None) -> None:
+        """Outputs equal the reference (`rows`: those rows alone, each output's first dimension).
+        With NaN or ±Inf in the input, a side output (LayerNorm's saved mean and rstd) is compared
+        on the other rows only: eager's own Welford order decides whether such a row's mean is NaN
+        or infinite."""
         for param, index in OUTPUTS[self.name].items():
             got = outputs[param].cpu()
             want = self.reference[index].reshape(got.shape)
+            keep = list(range(got.shape[0])) if rows is None else list(rows)
             if index > 0 and self.special_rows:
-                keep = [r for r in range(got.shape[0]) if r not in self.special_rows]
+                keep = [r for r in keep if r not in self.special_rows]
+            if len(keep) < got.shape[0]:
                 got, want = got[keep], want[keep]
             if index > 0 and self.name == "layernorm" and got.numel() and bool(torch.isfinite(want).all()):
                 # a row's mean is a sum that cancels: its error is relative to the row's magnitude,
@@ -140,10 +144,13 @@ def example(name: str, rows: int, cols: int, dtype: str = "bf16", seed: int = 0,
     return Example(name, captured.result, inputs, ref if isinstance(ref, tuple) else (ref,))
 
 
-def run_interp(ex: Example, kernel: Kernel, **constexprs: int) -> dict[str, torch.Tensor]:
+def run_interp(
+    ex: Example, kernel: Kernel, programs: Sequence[int] | None = None, **constexprs: int
+) -> dict[str, torch.Tensor]:
+    """The kernel's outputs in the interpreter (`programs`: those programs alone, `interp.run`)."""
     args, outputs = ex.arguments()
     unbound = {k: v for k, v in constexprs.items() if kernel.constexprs.get(k) is None}
-    interp.run(kernel, *args, **unbound)
+    interp.run(kernel, *args, programs=programs, **unbound)
     return outputs
 
 

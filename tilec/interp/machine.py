@@ -6,7 +6,7 @@ TMA and shared-memory op by a seeded scheduler.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -579,6 +579,7 @@ def run(
     shuffle: bool = False,
     num_sms: int = 132,
     trace: list[str] | None = None,
+    programs: Sequence[int] | None = None,
     **constexprs: int,
 ) -> None:
     """Executes `kernel` over its grid on CPU tensors, writing outputs in place as the GPU would.
@@ -587,6 +588,8 @@ def run(
     take tensors, scalars take numbers); descriptors are built from their source tensors.
     Constexprs the kernel leaves unbound are passed by keyword. `seed` drives the order of the
     programs (with `shuffle=True`) and the interleaving of warp-specialized partitions.
+    `programs`: run only these programs of a 1-D grid (their ids, each within it), in that
+    order; what the others would write is left as it was.
     """
     cx = kernel.bound_constexprs()
     for k, v in constexprs.items():
@@ -620,6 +623,10 @@ def run(
     full = tuple(dims + [1] * (3 - len(dims)))
     launch = Launch(kernel, env, cx, full, random.Random(seed), trace)  # type: ignore[arg-type]
     pids = [(x, y, z) for z in range(full[2]) for y in range(full[1]) for x in range(full[0])]
+    if programs is not None:
+        if full[1:] != (1, 1) or any(not 0 <= p < full[0] for p in programs):
+            raise ExecutionError(f"programs {list(programs)} are not ids of the 1-D grid {dims}")
+        pids = [(p, 0, 0) for p in programs]
     if shuffle:
         launch.rng.shuffle(pids)
     for pid in pids:
