@@ -13,8 +13,9 @@ bench/results/2026-11-29-h200-cross-entropy-profile). Hand-written Triton, not a
   row this way costs, the ceiling of the form.
 
 Beside them the cross-entropy's forward through tilec's hook (the GPU's table: the log-sum-exp
-and the loss's small second kernel, about 11 us on the H200) and stock torch.compile. Each
-probe is checked against torch.logsumexp in fp32. Device time, cold L2; the read rate is the
+and the loss's small second kernel, about 11 us on the H200), through it with the Triton
+emitter and a plan's `groups` (`tilec-groups-...`: `softmax-groups`, the grouped form in the tile
+IR), and stock torch.compile. Each probe is checked against torch.logsumexp in fp32. Device time, cold L2; the read rate is the
 logits' bytes over the time (these kernels read and do not write). One JSON line each, also to
 $OUT/lse_probe.jsonl.
 
@@ -103,6 +104,32 @@ def _loss_stock(x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.cross_entropy(x, labels)
 
 
+def _loss_groups(x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.cross_entropy(x, labels)
+
+
+def _group_plans() -> list[str]:
+    from tilec.passes.pipelines import with_plan
+
+    plans = ("xblock=1,chunk=4096,num_warps=8", "xblock=1,chunk=2048,num_warps=4", "xblock=1,chunk=8192,num_warps=8")
+    return [with_plan("triton-default", f"{p},groups=8") for p in plans]
+
+
+GROUP_PLANS = _group_plans()
+
+
+def _timed(name: str, call: Any, out: Any, shape: str, read: int, ref: Any) -> dict[str, Any]:
+    """One variant timed (device time, cold L2), its error against `ref` where it writes `out`."""
+    try:
+        call()
+        torch.cuda.synchronize()
+        err = (out - ref).abs().max().item() if out is not None else None
+        us = device_ms(call, reps=40) * 1000
+        return {"shape": shape, "v": name, "us": us, "read_tbs": read / us / 1e6, "err": err}
+    except Exception as e:  # a failing variant is a result
+        return {"shape": shape, "v": name, "error": str(e)[:300]}
+
+
 def main(argv: list[str]) -> None:
     import tilec
 
@@ -119,6 +146,20 @@ def main(argv: list[str]) -> None:
         labels = torch.randint(0, n, (m,), device="cuda")
         read = m * n * 2
         ref = torch.logsumexp(x.float(), -1)
+        # tilec's Triton kernels with a plan's `groups` (softmax-groups: the grouped form in the
+        # tile IR), each compiled and timed before the next is compiled (one function, one code
+        # object: Dynamo keeps the last compile's code on it), and before the two losses below are
+        # compiled (a reset makes a compiled function compile again when next called)
+        for plan in GROUP_PLANS:
+            torch._dynamo.reset()
+            with tilec.config.patch(emitter="triton", pipelines={**tilec.config.pipelines, "triton": plan}):
+                fn = torch.compile(_loss_groups, dynamic=False)
+                fn(x, labels)
+            name = "tilec-groups-" + plan.split("plan{", 1)[1].split("}", 1)[0]
+            timed = _timed(name, partial(fn, x, labels), None, shape, read, ref)
+            results.append(timed)
+            print(json.dumps(timed), flush=True)
+        torch._dynamo.reset()
         found: list[tuple[str, Any, bool]] = []
         for impl, loss in (("tilec", _loss_tilec), ("compile", _loss_stock)):
             with tilec.config.patch(enabled=impl == "tilec"):
@@ -136,14 +177,7 @@ def main(argv: list[str]) -> None:
                     )
                 found.append((f"max-c{c}-w{w}", partial(lse_groups[(m,)], x, y, n, c, 8, False, num_warps=w), False))
         for name, call, checked in found:
-            try:
-                call()
-                torch.cuda.synchronize()
-                err = (y - ref).abs().max().item() if checked else None
-                us = device_ms(call, reps=40) * 1000
-                rec: dict[str, Any] = {"shape": shape, "v": name, "us": us, "read_tbs": read / us / 1e6, "err": err}
-            except Exception as e:  # a failing variant is a result
-                rec = {"shape": shape, "v": name, "error": str(e)[:300]}
+            rec = _timed(name, call, y if checked else None, shape, read, ref)
             results.append(rec)
             print(json.dumps(rec), flush=True)
         timed = sorted((r for r in results if r["shape"] == shape and "us" in r), key=lambda r: r["us"])

@@ -146,6 +146,27 @@ def test_layernorm_statistics_kept_per_lane_equal_eager(cols: int, plan: str, ro
     ex.check(run_triton(ex, kernel, device="cuda"), f"Triton on the GPU, {plan}")
 
 
+@pytest.mark.parametrize(
+    ("name", "cols", "plan"),
+    [
+        ("softmax", 50257, "xblock=1,chunk=4096,num_warps=8,groups=8"),
+        ("softmax", 65536, "xblock=1,chunk=2048,num_warps=4,groups=8"),
+        ("log_softmax", 50257, "xblock=1,chunk=8192,num_warps=8,groups=8"),
+    ],
+)
+def test_softmax_statistics_kept_per_group_equal_eager(name: str, cols: int, plan: str) -> None:
+    """Long rows (misaligned ones too) through the Triton pipeline with a plan's `groups`: each
+    loop's softmax statistics kept per group of a thread's consecutive elements
+    (`softmax-groups`), the outputs equal eager's on the GPU, NaN and infinities included."""
+    from tilec.ir.ops import ReshapeOp
+    from tilec.passes.pipelines import with_plan
+
+    ex = example(name, 512, cols, "bf16").with_specials()
+    kernel = ex.kernel(with_plan("triton-default", plan))
+    assert any(isinstance(op, ReshapeOp) for op in kernel.walk()), plan
+    ex.check(run_triton(ex, kernel, device="cuda"), f"Triton on the GPU, {plan}")
+
+
 LANES_PLANS = [
     "xblock=1,rblock=2048,num_warps=16,lanes_reread=true",
     "xblock=1,rblock=4096,num_warps=8,lanes_reread=true",

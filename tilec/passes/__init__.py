@@ -21,6 +21,7 @@ from tilec.passes import (  # noqa: F401  (register the passes)
     reread,
     reuse,
     separate_reads,
+    softmax_groups,
     softmax_lanes,
     specialize,
     split_rows,

@@ -106,6 +106,12 @@ TRITON_DEFAULT = [
     # fit there), no reduction across warps inside a loop. Softmax 4096x16384 on the H200 97.9% of
     # a copy in a probe against 95.7 for the one-tile plan (bench/results/2026-11-28-h200-lanes)
     "softmax-lanes",
+    # a plan's `groups`: a loop's softmax statistics kept per group of a thread's consecutive
+    # elements, one exp an element and no reduction across threads inside the loop (a
+    # hand-written log-sum-exp of this form read 4.07 TB/s of logits on the H200 against tilec's
+    # 3.1: bench/results/2026-11-29-h200-lse-probe). After softmax-lanes: its per-lane form, where
+    # a plan asks for it, takes the loops first
+    "softmax-groups",
     # a plan's `reverse` and `stream`, for a row read twice: its second loop from the last chunk
     # back, the rows written evict-first, so more of the row is still in L2 when read again. On
     # the H200 RMSNorm 2048x262144 from 66.3 to 73.7% of a copy, softmax 8192x65536 75.4 to 80.1;

@@ -79,6 +79,9 @@ STREAM = "stream"
 # a loop's chunks may be read again from global memory for the statistics kept per lane (from L1 or
 # L2 where the rows in flight fit there)
 LANES_REREAD = "lanes_reread"
+# the kernel attribute a plan's `groups` sets, which `softmax-groups` reads: the elements of a
+# group whose softmax statistics a loop keeps
+SOFTMAX_GROUPS = "softmax_groups"
 # the kernel attribute a cluster plan's `prefetch` sets, which `early-loads` reads: the chunks
 # ahead whose other inputs (a norm's weight) each chunk of the later phases reads
 PREFETCH = "prefetch"
@@ -237,6 +240,12 @@ class Plan(Pass):
     # deviations), then the output's, each with no reduction across warps inside. For rows whose
     # chunks stay in L1 or L2 between the reads (rows of 4096-32768 on the H200)
     lanes_reread: bool = False
+    # > 0 (a power of two): a loop's softmax statistics kept for each group of this many of a
+    # thread's consecutive elements of a chunk, combined across the row after the loop (kernel
+    # attribute `softmax_groups`, which `softmax-groups` reads): one exp an element and no
+    # reduction across threads in the loop, for loops bound by their instructions (the
+    # cross-entropy's log-sum-exp on the H200)
+    groups: int = 0
     # > 1: each row split across a thread-block cluster of this many CTAs, each CTA's slice in its
     # shared memory in chunks of `chunk` (`cluster-rows`: Gluon, one row a cluster, `num_warps` a
     # CTA); a kernel it cannot take is planned as usual, with the remark why
@@ -254,6 +263,8 @@ class Plan(Pass):
     def __post_init__(self) -> None:
         if self.maxnreg and not 24 <= self.maxnreg <= 256:
             raise ValueError(f"maxnreg must be 0 (no cap) or in 24..256, got {self.maxnreg}")
+        if self.groups < 0 or self.groups & (self.groups - 1) or self.groups == 1:
+            raise ValueError(f"groups must be 0 (none) or a power of two from 2, got {self.groups}")
         if self.prefetch < 0:
             raise ValueError(f"prefetch must be 0 (none) or more chunks, got {self.prefetch}")
 
@@ -416,5 +427,7 @@ class Plan(Pass):
         for name, on in ((REVERSE, self.reverse), (STREAM, self.stream), (LANES_REREAD, self.lanes_reread)):
             if on:
                 kernel.attributes[name] = True
+        if self.groups:
+            kernel.attributes[SOFTMAX_GROUPS] = self.groups
         parent = (column_layout if columns else parent_layout)(rows, cols, warps, vec)
         assign_layouts(kernel, parent, flat_layout(warps, min(vec, max(1, xb // (32 * warps)))))

@@ -192,8 +192,9 @@ class Segment:
         return self.loop if self.loop is not None else self.combine
 
 
-def _carried(loop: ForOp, counts: dict[int, int]) -> tuple[SoftmaxReduceOp, SoftmaxCombineOp] | str:
-    """The chunk statistics a loop carrying softmax statistics (and nothing else) folds in."""
+def carried_statistics(loop: ForOp, counts: dict[int, int]) -> tuple[SoftmaxReduceOp, SoftmaxCombineOp] | str:
+    """The chunk statistics a loop carrying softmax statistics (and nothing else) folds in, or why
+    the loop is not one (`softmax-groups` reads it too)."""
     if len(loop.inits) != 2:
         return "the loop carries other values too"
     nexts = yielded_values(loop.body)
@@ -265,7 +266,7 @@ def _segments(kernel: Kernel) -> tuple[list[list[Segment]], list[str]]:
     why: list[str] = []
     for op in kernel.body.ops:
         if isinstance(op, ForOp):
-            found = _carried(op, counts)
+            found = carried_statistics(op, counts)
             if isinstance(found, str):
                 if len(op.inits) == 2 and isinstance(defining_op(yielded_values(op.body)[0]), SoftmaxCombineOp):
                     why.append(f"%{op.iter_args[0].name_hint}: {found}")
