@@ -60,14 +60,18 @@ def test_strided_views_index_their_storage() -> None:
     assert o.tolist() == [5, 6, 7, 8]
 
 
+# o[i] = a[i] ** 2 for i < n, B elements a program over a grid of cdiv(n, B)
+SQUARES = (
+    "tile.kernel @k(%a: ptr<f32>, %o: ptr<f32>, %n: i32) constexprs(B) attributes {grid = [cdiv(n, B)]} {\n"
+    "  %pid = tile.program_id : i32\n  %b = tile.constant {value = B} : i32\n  %start = tile.mul %pid, %b : i32\n"
+    "  %i = tile.arange {end = B} : tile<[B], i32>\n  %idx = tile.add %i, %start : tile<[B], i32>\n"
+    '  %m = tile.cmp %idx, %n {predicate = "lt"} : tile<[B], i1>\n  %v = tile.load %a, %idx, %m : tile<[B], f32>\n'
+    "  %s = tile.mul %v, %v : tile<[B], f32>\n  tile.store %o, %idx, %s, %m\n}\n"
+)
+
+
 def test_scalar_params_constexprs_and_grid() -> None:
-    module = parse(
-        "tile.kernel @k(%a: ptr<f32>, %o: ptr<f32>, %n: i32) constexprs(B) attributes {grid = [cdiv(n, B)]} {\n"
-        "  %pid = tile.program_id : i32\n  %b = tile.constant {value = B} : i32\n  %start = tile.mul %pid, %b : i32\n"
-        "  %i = tile.arange {end = B} : tile<[B], i32>\n  %idx = tile.add %i, %start : tile<[B], i32>\n"
-        '  %m = tile.cmp %idx, %n {predicate = "lt"} : tile<[B], i1>\n  %v = tile.load %a, %idx, %m : tile<[B], f32>\n'
-        "  %s = tile.mul %v, %v : tile<[B], f32>\n  tile.store %o, %idx, %s, %m\n}\n"
-    )
+    module = parse(SQUARES)
     a = torch.randn(37)
     for block in (4, 16, 64):
         o = torch.full((37,), float("nan"))
@@ -80,13 +84,7 @@ def test_scalar_params_constexprs_and_grid() -> None:
 def test_a_subset_of_the_programs_runs_alone() -> None:
     """`programs` runs the programs of a 1-D grid it lists, in its order; what the others would
     write stays as it was; an id outside the grid is an error."""
-    module = parse(
-        "tile.kernel @k(%a: ptr<f32>, %o: ptr<f32>, %n: i32) constexprs(B) attributes {grid = [cdiv(n, B)]} {\n"
-        "  %pid = tile.program_id : i32\n  %b = tile.constant {value = B} : i32\n  %start = tile.mul %pid, %b : i32\n"
-        "  %i = tile.arange {end = B} : tile<[B], i32>\n  %idx = tile.add %i, %start : tile<[B], i32>\n"
-        '  %m = tile.cmp %idx, %n {predicate = "lt"} : tile<[B], i1>\n  %v = tile.load %a, %idx, %m : tile<[B], f32>\n'
-        "  %s = tile.mul %v, %v : tile<[B], f32>\n  tile.store %o, %idx, %s, %m\n}\n"
-    )
+    module = parse(SQUARES)
     a = torch.randn(37)
     o = torch.full((37,), float("nan"))
     interp.run(module.kernels[0], a, o, 37, B=4, programs=[9, 0, 3])  # 10 programs; the last partial
