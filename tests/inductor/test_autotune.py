@@ -142,7 +142,7 @@ def test_the_gluon_long_row_plans_compute_what_eager_does(name: str, plan: str) 
 
     for cols in (32768, 20000):
         assert kernel_count(name, 512, cols) == 1
-        ex = example(name, 512, cols)
+        ex = example(name, 512, cols).with_specials()
         kernel = ex.kernel(with_plan("gluon-default", plan))
         assert any(isinstance(op, TmaLoadOp) for op in kernel.walk())
         xblock = kernel.bound_constexprs()["XBLOCK"]

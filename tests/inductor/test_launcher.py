@@ -499,19 +499,3 @@ def test_a_split_needs_a_variant_per_length() -> None:
         TilecKernel("k", one, split=(1, (10,)))
     with pytest.raises(ValueError, match="one variant per length"):
         TilecKernel("k", one, shorter=(one,))
-
-
-def test_a_wrapper_of_one_short_rows_plan_loads() -> None:
-    """A wrapper written when a kernel had one plan for its short rows (its variant the fallback,
-    `split=(argument, length)`; an FX-graph cache may hold one) loads as a split of one length."""
-    from tilec.runtime.launch import load_kernel
-
-    src = "def launch(x, y, n, num_sms=1):\n    y.copy_(x)\n"
-    k = load_kernel(
-        "k", src, "triton", [0, 1, 2], fallback=src, fallback_order=[0, 1, 2], split=(2, 1024), device="cpu"
-    )
-    assert k.split == (2, (1024,)) and k.fallback is None and len(k.shorter) == 1
-    x = torch.randn(2, 4)
-    y = torch.empty_like(x)
-    k.run(x, y, 100)
-    assert k.launches["below 1024"] == 1 and torch.equal(y, x)

@@ -6,12 +6,11 @@ pieces), NaN, +inf and -inf included; and the loops it leaves say why."""
 from __future__ import annotations
 
 import hypothesis
-import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from profiles import examples
 
-from examples import Example, example, run_interp, run_triton
+from examples import Example, assert_forms_agree, example, run_interp, run_triton
 from tilec.ir import Kernel, parse
 from tilec.ir.ops import ForOp, ReshapeOp, SoftmaxReduceOp
 from tilec.passes import Remark, run_pipeline
@@ -47,14 +46,15 @@ def test_groups_equal_the_chunks_statistics_and_eager(
     kernel = ex.kernel(with_plan("triton-default", f"{plan},groups={group}"))
     got = run_interp(ex, kernel)
     ex.check(got, f"triton-default with {plan},groups={group}")
-    want = run_interp(ex, ex.kernel(with_plan("triton-default", plan)))
-    for out in got:
-        torch.testing.assert_close(got[out].float(), want[out].float(), rtol=1.6e-2, atol=1e-6, equal_nan=True)
-    per_thread = chunk // (32 * warps)
+    assert_forms_agree(got, run_interp(ex, ex.kernel(with_plan("triton-default", plan))))
+    # the pass acts wherever a loop of two chunks or more (one of one chunk is inlined) has a
+    # thread's vector (8 bf16, 4 f32 elements: every chunk and warps here give a thread one at
+    # least) split into whole groups, and nowhere else
+    vector = 8 if dtype == "bf16" else 4
     grouped = [op for op in kernel.walk() if isinstance(op, ReshapeOp)]
-    # a loop of two chunks or more (one of one chunk is inlined) whose thread holds whole groups
-    # (f32: a vector of 4, fewer than some groups)
-    if cols >= 2 * chunk + 16 and per_thread >= group * 2 and dtype == "bf16":
+    if vector % group:
+        assert not grouped, "a thread's vector does not split into groups"
+    elif cols >= 2 * chunk + 16:
         assert grouped, "no loop's statistics are kept per group"
     for loop in (op for op in kernel.body.ops if isinstance(op, ForOp)):
         if any(isinstance(op, ReshapeOp) for op in loop.walk()):  # grouped: no chunk reduced across the row

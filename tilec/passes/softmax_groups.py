@@ -41,9 +41,10 @@ After (G = 8):
       %base = %an, 0 where it is -inf
       %sn = %as * exp(%am - %base) + tile.reduce exp(%x3 - %base) {kind = "sum", axis = 2}
       tile.yield %an, %sn }
+    (%gm, %gs converted to the chunk's 2-D layout)
     %top = tile.reduce %gm {kind = "max", axis = 1}
-    %total = tile.reduce (%gs * exp(%gm - %top), 0 where %gm is -inf) {kind = "sum", axis = 1}
-    %m, %s = tile.softmax_combine %m0, %s0, %top, %total      (in the row's layout)
+    %total = tile.reduce (%gs * exp(%gm - %top)) {kind = "sum", axis = 1}   (0 where %top is -inf)
+    %m, %s = tile.softmax_combine %m0, %s0, %top, %total
 """
 
 from __future__ import annotations
@@ -59,14 +60,24 @@ from tilec.ir.layouts import BlockedLayout, SliceLayout
 from tilec.ir.ops import ForOp, SoftmaxCombineOp, SoftmaxReduceOp, yielded_values
 from tilec.ir.types import TileType
 from tilec.passes.base import Pass, register
+from tilec.passes.chains import broadcast_row
 from tilec.passes.plan import SOFTMAX_GROUPS
-from tilec.passes.softmax_lanes import carried_statistics
+from tilec.passes.softmax_lanes import carried_statistics, joined_statistics
 
 
-def _group_layout(chunk: TileType, group: int) -> BlockedLayout | str:
-    """The layout of the chunk viewed as [1, C / group, group]: each thread's consecutive elements
-    along the row split into groups on a last axis of its own. Or why there is none."""
-    lay = chunk.layout
+def _grouping(part: SoftmaxReduceOp, group: int, threads: int) -> BlockedLayout | str:
+    """The layout of the chunk `part` reduces viewed as [1, C / group, group] (each thread's
+    consecutive elements along the row split into groups on a last axis of its own), or why its
+    statistics cannot be kept per group."""
+    t = part.src.type
+    if not isinstance(t, TileType) or t.rank != 2 or part.attr("axis") != 1 or t.shape[0] != 1:
+        return "its chunk is not one row's [1, C] tile reduced along the row"
+    width = t.shape[1]
+    if not isinstance(width, int) or width % group:
+        return f"its chunk of {width} columns is no multiple of the group's {group}"
+    if width // group < threads:
+        return f"its chunk of {width} columns holds fewer groups of {group} than the program has threads"
+    lay = t.layout
     if not isinstance(lay, BlockedLayout) or lay.order != (1, 0) or lay.cga_layout:
         return "the chunk's layout is not a row-major blocked layout of one CTA"
     spt = lay.size_per_thread[1]
@@ -78,20 +89,6 @@ def _group_layout(chunk: TileType, group: int) -> BlockedLayout | str:
         (lay.warps_per_cta[0], lay.warps_per_cta[1], 1),
         (2, 1, 0),
     )
-
-
-def _why_not(loop: ForOp, part: SoftmaxReduceOp, group: int, threads: int) -> str:
-    """Why the loop's chunk statistics cannot be kept per group ("" where they can)."""
-    t = part.src.type
-    if not isinstance(t, TileType) or t.rank != 2 or part.attr("axis") != 1 or t.shape[0] != 1:
-        return "its chunk is not one row's [1, C] tile reduced along the row"
-    width = t.shape[1]
-    if not isinstance(width, int) or width % group:
-        return f"its chunk of {width} columns is no multiple of the group's {group}"
-    if width // group < threads:
-        return f"its chunk of {width} columns holds fewer groups of {group} than the program has threads"
-    lay = _group_layout(t, group)
-    return lay if isinstance(lay, str) else ""
 
 
 def _fold_groups(
@@ -127,22 +124,19 @@ def _fold_groups(
     return top, b.op("tile.add", kept, chunk_sum, type=lanes, name_hint="group_sum_next")
 
 
-def group_statistics(kernel: Kernel, loop: ForOp, part: SoftmaxReduceOp, combine: SoftmaxCombineOp, group: int) -> None:
+def group_statistics(
+    kernel: Kernel, loop: ForOp, part: SoftmaxReduceOp, combine: SoftmaxCombineOp, group: int, lay3: BlockedLayout
+) -> None:
     """Rewrites `loop` (carrying only the row's softmax pair, folded by `combine` from `part`) to
-    carry a pair per group of `group` consecutive elements (the module's doc)."""
+    carry a pair per group of `group` consecutive elements, its chunk laid out as `lay3`
+    (`_grouping`; the module's doc)."""
     chunk = part.src.type
     row = part.results[0].type
     assert isinstance(chunk, TileType) and isinstance(row, TileType)
-    width = chunk.shape[1]
-    assert isinstance(width, int)
-    lay3 = _group_layout(chunk, group)
-    assert isinstance(lay3, BlockedLayout)
-    shape3 = (1, width // group, group)
+    shape3 = (1, chunk.shape[1] // group, group)  # type: ignore[operator]
     grouped = TileType(shape3, chunk.dtype, lay3)
-    lanes_layout = SliceLayout(2, lay3)
-    lanes = TileType((1, width // group), f32, lanes_layout)
+    lanes = TileType(shape3[:2], f32, SliceLayout(2, lay3))
     b = Builder.before(loop)
-    inits = list(loop.inits)
     start_max = b.op("tile.full", type=lanes, value=-math.inf, name_hint="group_max_init")
     start_sum = b.op("tile.full", type=lanes, value=0.0, name_hint="group_sum_init")
     names = [r.name_hint for r in loop.results]
@@ -169,25 +163,19 @@ def group_statistics(kernel: Kernel, loop: ForOp, part: SoftmaxReduceOp, combine
                 b.yield_(*(mapping[id(v)] for v in yielded_values(loop.body)))
             else:
                 b.insert(clone_op(op, mapping))
+    # the groups' pairs in the chunk's 2-D layout, combined as softmax-lanes combines its lanes':
+    # the largest maximum, each sum scaled to it, joined to the loop's initial pair
     b = Builder.after(new)
-    gmax, gsum = new.results
-    across = TileType(row.shape, f32, SliceLayout(1, lanes_layout))
-    top = b.op("tile.reduce", gmax, type=across, kind="max", axis=1, name_hint="groups_max")
-    top_col = b.op("tile.expand_dims", top, axis=1, name_hint="groups_max_col")
-    top_wide = b.op("tile.broadcast", top_col, type=lanes, name_hint="groups_max_wide")
-    shifted = b.op("tile.sub", gmax, top_wide, type=lanes, name_hint="groups_shift")
-    scale = b.op("tile.exp", shifted, type=lanes, name_hint="groups_scale")
-    scaled = b.op("tile.mul", gsum, scale, type=lanes, name_hint="groups_scaled")
-    neg_inf = b.constant(-math.inf, f32, name_hint="neg_inf")
-    empty = b.op(
-        "tile.cmp", gmax, neg_inf, type=TileType(lanes.shape, i1, lanes.layout), predicate="eq", name_hint="group_empty"
+    flat = TileType(lanes.shape, f32, chunk.layout)
+    gmax = b.op("tile.convert_layout", new.results[0], type=flat, name_hint="groups_max_flat")
+    gsum = b.op("tile.convert_layout", new.results[1], type=flat, name_hint="groups_sum_flat")
+    top = b.op("tile.reduce", gmax, type=row, kind="max", axis=1, name_hint="groups_max")
+    shifted = b.op(
+        "tile.sub", gmax, broadcast_row(b, top, flat, "groups_max_wide"), type=flat, name_hint="groups_shift"
     )
-    zero = b.constant(0.0, f32, name_hint="zero")
-    kept = b.op("tile.where", empty, zero, scaled, type=lanes, name_hint="groups_kept")
-    total = b.op("tile.reduce", kept, type=across, kind="sum", axis=1, name_hint="groups_sum")
-    top_row = b.op("tile.convert_layout", top, type=row, name_hint="groups_max_row")
-    total_row = b.op("tile.convert_layout", total, type=row, name_hint="groups_sum_row")
-    joined = b.create(SoftmaxCombineOp, inits[0], inits[1], top_row, total_row, result_types=[row, row], names=names)
+    scale = b.op("tile.exp", shifted, type=flat, name_hint="groups_scale")
+    scaled = b.op("tile.mul", gsum, scale, type=flat, name_hint="groups_scaled")
+    joined = joined_statistics(b, list(loop.inits), top, scaled, row, names)
     for old, r in zip(loop.results, joined.results):
         replace_uses(kernel.body, old, r)
     loop.erase()
@@ -214,11 +202,11 @@ class SoftmaxGroups(Pass):
                 if isinstance(found, str):
                     continue  # a loop of other values: not this pass's
                 part, combine = found
-                why = _why_not(loop, part, int(group), threads)
-                if why:
-                    self.remark(kernel, f"loop %{loop.induction_var.name_hint}: {why}")
+                lay3 = _grouping(part, int(group), threads)
+                if isinstance(lay3, str):
+                    self.remark(kernel, f"loop %{loop.induction_var.name_hint}: {lay3}")
                     continue
-                group_statistics(kernel, loop, part, combine, int(group))
+                group_statistics(kernel, loop, part, combine, int(group), lay3)
                 done += 1
             if not done:
                 self.remark(kernel, "no loop carries a row's softmax statistics in chunks of whole groups")

@@ -145,14 +145,14 @@ def lanes_chain(kernel: Kernel, links: list[Link], again: list[list[Operation]])
         lane_sum = e if lane_sum is None else b.op("tile.add", lane_sum, e, type=src, name_hint="lane_sum")
     assert lane_sum is not None
     names = [r.name_hint for r in last.results]
-    replace_chain(kernel, links, _joined(b, inits, row_max, lane_sum, row, names))
+    replace_chain(kernel, links, joined_statistics(b, inits, row_max, lane_sum, row, names))
 
 
-def _joined(
+def joined_statistics(
     b: Builder, inits: list[Value], row_max: Value, lane_sum: Value, row: TileType, names: list[str | None]
 ) -> Operation:
     """The lanes' sums reduced (0 for a row whose chunks are all masked or -inf, as
-    softmax_reduce gives) and joined, with the row's maximum, to the initial statistics `inits`
+    softmax_reduce gives) and joined (`softmax-groups` joins its groups' sums so too), with the row's maximum, to the initial statistics `inits`
     by one `tile.softmax_combine` (returned)."""
     total = b.op("tile.reduce", lane_sum, type=row, kind="sum", axis=1, name_hint="row_sum")
     neg_inf = b.constant(-math.inf, f32, name_hint="neg_inf")
@@ -387,7 +387,7 @@ def lanes_through_loops(kernel: Kernel, chain_: list[Segment]) -> None:
         start = lane_sum if lane_sum is not None else b.op("tile.full", type=src, value=0.0, name_hint="lanes_zero")
         lane_sum = lane_loop(b, seg.loop, start, seg.again, seg.part.src, "lane_sum", partial(sum_step, part=seg.part))
     assert lane_sum is not None
-    joined = _joined(b, inits, row_max, lane_sum, row, [r.name_hint for r in end.after])
+    joined = joined_statistics(b, inits, row_max, lane_sum, row, [r.name_hint for r in end.after])
     for old, new in zip(end.after, joined.results):
         replace_uses(kernel.body, old, new)
     for seg in reversed(chain_):

@@ -43,7 +43,7 @@ from __future__ import annotations
 import functools
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -640,26 +640,20 @@ def load_kernel(
     fallback_order: list[int] | tuple[int, ...] = (),
     tma: list[tuple[int, tuple[int, ...], int]] | tuple[Any, ...] = (),
     device: str = "cuda",
-    split: tuple[int, Any] | list[Any] | None = None,
-    shorter: list[tuple[str, str, list[int] | tuple[int, ...]]] | tuple[Any, ...] = (),
+    split: tuple[int, Sequence[int]] | None = None,
+    shorter: Sequence[tuple[str, str, Sequence[int]]] = (),
 ) -> TilecKernel:
     """The kernel object a wrapper defines (the sources are embedded in the wrapper, so a wrapper
     Inductor's FX-graph cache reloads in another process needs nothing else). `split`: (the run()
     argument that is the row length, the lengths bounding `shorter`: (source, kind, order) of
-    each shorter rows' variant); a wrapper written before kernels had more than one such variant
-    gives one length and its variant as the fallback."""
+    each shorter rows' variant)."""
     interpret = device == "cpu"
     primary = Variant(source, kind, tuple(order), interpret)
     primary.module  # noqa: B018 - import now: a broken module fails when the wrapper loads, not mid-run
     back = Variant(fallback, fallback_kind, tuple(fallback_order), interpret) if fallback is not None else None
     operands = tuple(TmaOperand(int(a), tuple(int(s) for s in strides), int(b)) for a, strides, b in tma)
     variants = tuple(Variant(src, k, tuple(o), interpret) for src, k, o in shorter)
-    rows = None
-    if split is not None:
-        arg, lengths = split
-        if isinstance(lengths, int):  # the older form: one length, the fallback its variant
-            lengths, variants, back = (lengths,), (back,) if back is not None else (), None
-        rows = (int(arg), tuple(int(n) for n in lengths))
+    rows = (int(split[0]), tuple(int(n) for n in split[1])) if split is not None else None
     kernel = TilecKernel(name, primary, back, operands, device, rows, variants)
     _loaded[:] = [r for r in _loaded if r() is not None]
     _loaded.append(weakref.ref(kernel))
