@@ -88,8 +88,10 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_autotuned_kernels_are_right_and_cached(op: str, m: int, n: int, cache: Path) -> None:
     from tilec.inductor.policy import device_target
 
-    cands = autotune.candidates(hopper(), None, decline=True, target=device_target(torch.device("cuda")), n=n)
+    cuda = device_target(torch.device("cuda"))
+    cands = autotune.candidates(hopper(), None, decline=True, target=cuda, n=n, statistics=op == "softmax")
     assert (n > 16384) == any("num_warps=32" in c for c in cands)
+    assert (n > 16384 and op == "softmax") == any("groups=" in c for c in cands)
     assert (n >= 131072 and hopper()) == any("cluster=" in c for c in cands)
     torch.manual_seed(0)
     args = inputs(op, m, n)

@@ -90,6 +90,59 @@ def test_rows_of_4096_to_32768_get_the_loops_that_read_the_row_again() -> None:
     assert not any("lanes_reread" in c for c in candidates(hopper=True, forced="gluon", decline=True, n=16384))
 
 
+def test_long_rows_of_softmax_statistics_get_the_grouped_loops() -> None:
+    """A kernel folding softmax's statistics (a cross-entropy's log-sum-exp, softmax) over rows
+    past 16384 elements gets the Triton loops keeping them per group of 8 (`GROUPS_PLANS`: chunks
+    of 4096 and 8192 over 8 warps), with or without Hopper; shorter rows, other reductions,
+    pointwise kernels and a forced Gluon emitter do not."""
+    grouped = [f"triton{{{p}}}" for p in autotune.GROUPS_PLANS]
+    assert [autotune.split(c)[1] for c in grouped] == [
+        "xblock=1,chunk=4096,num_warps=8,groups=8",
+        "xblock=1,chunk=8192,num_warps=8,groups=8",
+    ]
+    for n, has in ((16384, False), (16385, True), (50257, True), (262144, True), (None, False)):
+        for hopper in (True, False):
+            got = candidates(hopper=hopper, forced=None, decline=True, n=n, statistics=True)
+            assert [c for c in got if "groups=" in c] == (grouped if has else []), (n, hopper)
+            assert not any("groups=" in c for c in candidates(hopper=hopper, forced=None, decline=True, n=n))
+    assert not any(
+        "groups=" in c
+        for c in candidates(hopper=True, forced=None, decline=True, reduction=False, n=50257, statistics=True)
+    )
+    assert not any(
+        "groups=" in c for c in candidates(hopper=True, forced="gluon", decline=True, n=50257, statistics=True)
+    )
+
+
+def test_the_grouped_loops_go_to_the_kernels_that_fold_softmax_statistics() -> None:
+    """`folds_statistics` (which decides the grouped candidates) holds for the kernels of softmax
+    and of a cross-entropy's log-sum-exp, not for a norm's or the loss's gather."""
+    from tilec.frontend import Lowered
+    from tilec.frontend.capture import capture
+    from tilec.passes.softmax_groups import folds_statistics
+
+    def loss(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(x, y)
+
+    def norm(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.rms_norm(x, (x.shape[-1],))
+
+    def softmax(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, -1)
+
+    x, y = torch.randn(1024, 20000, dtype=torch.bfloat16), torch.randint(0, 20000, (1024,))
+    folds = {}
+    for f in (loss, norm, softmax):
+        for k in capture(f, [x, y], strict=False):
+            if isinstance(k.result, Lowered):
+                folds[k.result.kernel.name] = folds_statistics(k.result.kernel)
+    assert {name for name, yes in folds.items() if yes} == {
+        "triton_red_fused__log_softmax_prepare_softmax_online_0",
+        "triton_red_fused__softmax_prepare_softmax_online_0",
+    }, folds
+    assert len(folds) > 2, folds
+
+
 def test_rows_of_131072_and_more_get_the_cluster_plans_they_split_into() -> None:
     """From rows of 131072, on Hopper, the row split across a cluster in the forms the surveys
     measured best (`CLUSTER_PLANS`), each where the row splits into its CTAs and chunks with at
@@ -151,10 +204,11 @@ def test_the_gluon_long_row_plans_compute_what_eager_does(name: str, plan: str) 
         ex.check(run_interp(ex, kernel, programs=programs), f"gluon with {plan} at 512x{cols}", rows=rows)
 
 
-# the long-row candidates and the long-row plans of every GPU's rules
+# the long-row candidates (the grouped loops' among them) and the long-row plans of every GPU's rules
 LONG_ROW_OPTIONS = sorted(
     set(autotune.LONG_ROW_PLANS)
     | set(autotune.REREAD_PLANS)
+    | set(autotune.GROUPS_PLANS)
     | {r.plan for table in TABLES.values() for r in table if r.action == "triton" and "chunk=" in r.plan}
 )
 

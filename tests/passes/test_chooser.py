@@ -1058,9 +1058,9 @@ def _cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
             32000,
             "H200",
             "log-sum-exp",
-            "gluon",
-            "xblock=1,num_warps=4",
-            "2026-11-26-h200-cross-entropy-kernels",
+            "triton",
+            "xblock=1,chunk=8192,num_warps=8,groups=8",
+            "2026-11-29-h200-cross-entropy-groups",
         ),
     ],
 )

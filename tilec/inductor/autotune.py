@@ -73,6 +73,7 @@ __all__ = [
     "STOCK",
     "Tuned",
     "candidates",
+    "groups_variants",
     "key",
     "long_row_variants",
     "mix_order_candidates",
@@ -280,6 +281,26 @@ def long_row_variants(n: int | None) -> dict[str, list[str]]:
     }
 
 
+# rows longer than LONG_ROW whose loop folds softmax's statistics (a cross-entropy's log-sum-exp,
+# softmax's first loop): those statistics kept for each group of 8 of a thread's consecutive
+# elements (the plan's `groups`: softmax-groups), in chunks of 4096 and of 8192 over 8 warps, the
+# forms fastest through the hook on the H200 (the cross-entropy's forward at 8192x50257 238.5 us,
+# 8192x32000 156.8, 4096x128256 274.8, against the table's Gluon kernel's 279.6, 172.3 and 325.7:
+# bench/results/2026-11-29-h200-lse-probe). Groups of 16 ran 1-3% slower in a hand-written probe
+GROUPS_PLANS = [
+    "xblock=1,chunk=4096,num_warps=8,groups=8",
+    "xblock=1,chunk=8192,num_warps=8,groups=8",
+]
+
+
+def groups_variants(n: int | None, statistics: bool) -> dict[str, list[str]]:
+    """The `GROUPS_PLANS`, for a kernel folding softmax's statistics (`statistics`) over rows of
+    `n` > LONG_ROW elements."""
+    if not statistics or n is None or n <= LONG_ROW:
+        return {}
+    return {"triton": list(GROUPS_PLANS)}
+
+
 def candidates(
     hopper: bool,
     forced: str | None,
@@ -287,17 +308,19 @@ def candidates(
     reduction: bool = True,
     target: Target | None = None,
     n: int | None = None,
+    statistics: bool = False,
 ) -> list[str]:
     """The candidates for a kernel: each emitter tilec may use here with its heuristic plan and, for
     a row reduction (of `n` elements a row, where constant), its plan variants
     ("gluon{xblock=1,num_warps=4}"), those sized for the `target` GPU's bytes in flight, for rows of
     2049-32768 elements the loops that read the row again for statistics per lane
-    (`lanes_variants`) and, for long rows, the whole row in registers; and stock unless decline is
-    off."""
+    (`lanes_variants`), for long rows the whole row in registers and, where the kernel folds
+    softmax's statistics (`statistics`: `softmax_groups.folds_statistics`), the loops keeping them
+    per group (`groups_variants`); and stock unless decline is off."""
     emitters = [forced] if forced else (["gluon", "triton"] if hopper else ["triton"])
     variants: dict[str, list[str]] = {}
     if reduction:
-        extra = [sized_variants(target), lanes_variants(n), long_row_variants(n)]
+        extra = [sized_variants(target), lanes_variants(n), long_row_variants(n), groups_variants(n, statistics)]
         variants = {e: [*PLAN_VARIANTS.get(e, []), *(v for x in extra for v in x.get(e, []))] for e in emitters}
     out = [c for e in emitters for c in [e, *(f"{e}{{{v}}}" for v in variants.get(e, []))]]
     return out + ([STOCK] if decline else [])

@@ -171,11 +171,13 @@ def attempt(scheduling: Any, features: Any, device: Any) -> KernelBuild | Declin
         if device.type == "cuda":  # the chooser's rules and the autotuner's timings are GPU measurements
             from tilec.inductor import autotune
             from tilec.passes.plan import reads_columns, reduction_numel
+            from tilec.passes.softmax_groups import folds_statistics
 
             assert target is not None
             hopper, forced = emitter == "gluon", (cfg.emitter if cfg.emitter != "auto" else None)
             rows = lowered.is_reduction and not reads_columns(lowered.kernel)
-            cands = autotune.candidates(hopper, forced, cfg.decline, rows, target, reduction_numel(lowered.kernel))
+            n = reduction_numel(lowered.kernel)
+            cands = autotune.candidates(hopper, forced, cfg.decline, rows, target, n, folds_statistics(lowered.kernel))
             # a kernel with symbolic sizes is timed at the sizes its graph was traced with; on a
             # GPU without measured rules of its own, every kernel is timed
             if len(cands) > 1 and autotune.wanted(device, target):

@@ -1442,6 +1442,36 @@ def signature(kernel: Kernel) -> Signature:
 # the H100's, the surveys of one op's long rows, then the long rows' survey with `reverse` and
 # `stream` among its plans.
 H200_RULES: tuple[Rule, ...] = (
+    # The cross-entropy's log-sum-exp timed in place again (`scripts/derive-kernel-rules ce`), with the autotuner's
+    # loops keeping softmax's statistics per group of 8 (`autotune.GROUPS_PLANS`: softmax-groups) among
+    # its candidates: they won at every vocabulary (1.15-1.19x the Gluon kernel the rules below took)
+    Rule(
+        "log-sum-exp",
+        32768,
+        65536,
+        "triton",
+        "2026-11-29-h200-cross-entropy-groups",
+        "4096x32000 75.6 vs 192.0 us; 8192x32000 141.0 vs 368.9 us",
+        plan="xblock=1,chunk=8192,num_warps=8,groups=8",
+    ),
+    Rule(
+        "log-sum-exp",
+        65536,
+        131072,
+        "triton",
+        "2026-11-29-h200-cross-entropy-groups",
+        "8192x50257 226.3 vs 641.6 us",
+        plan="xblock=1,chunk=4096,num_warps=8,groups=8",
+    ),
+    Rule(
+        "log-sum-exp",
+        131072,
+        524288,
+        "triton",
+        "2026-11-29-h200-cross-entropy-groups",
+        "4096x128256 271.2 vs 687.4 us; 8192x128256 509.0 vs 1335.8 us; 4096x256000 516.1 vs 1308.7 us; 8192x256000 980.8 vs 2547.5 us",
+        plan="xblock=1,chunk=8192,num_warps=8,groups=8",
+    ),
     # the forward ops over rows of symbolic length (torch.compile(dynamic=True): bench/symbolic_survey.py), each plan timed at ten sizes against stock compiled at each; no one plan wins at every length, so the short rows take a plan of their own (Rule.short); RMSNorm's rows of 256 stay stock's
     Rule(
         "mean-var",
@@ -2168,41 +2198,6 @@ H200_RULES: tuple[Rule, ...] = (
         row_inputs=3,
     ),
     # the cross-entropy's kernels timed in place (`scripts/derive-kernel-rules ce`)
-    Rule(
-        "log-sum-exp",
-        32768,
-        65536,
-        "gluon",
-        "2026-11-26-h200-cross-entropy-kernels",
-        "4096x32000 86.2 vs 193.1 us; 8192x32000 160.1 vs 369.6 us",
-        plan="xblock=1,num_warps=4",
-    ),
-    Rule(
-        "log-sum-exp",
-        65536,
-        131072,
-        "gluon",
-        "2026-11-26-h200-cross-entropy-kernels",
-        "8192x50257 269.1 vs 643.6 us",
-        plan="target_elems=8192",
-    ),
-    Rule(
-        "log-sum-exp",
-        131072,
-        262144,
-        "gluon",
-        "2026-11-26-h200-cross-entropy-kernels",
-        "4096x128256 316.7 vs 689.7 us; 8192x128256 590.7 vs 1337.6 us",
-        plan="xblock=1,num_warps=4",
-    ),
-    Rule(
-        "log-sum-exp",
-        262144,
-        524288,
-        "gluon",
-        "2026-11-26-h200-cross-entropy-kernels",
-        "4096x256000 606.6 vs 1310.3 us; 8192x256000 1148.8 vs 2549.4 us",
-    ),
     Rule(
         "sum-of-products",
         65536,

@@ -65,6 +65,12 @@ from tilec.passes.plan import SOFTMAX_GROUPS
 from tilec.passes.softmax_lanes import carried_statistics, joined_statistics
 
 
+def folds_statistics(kernel: Kernel) -> bool:
+    """Whether the kernel computes softmax's statistics of a row (`tile.softmax_reduce`), which a
+    plan's `groups` may keep per group once the row is read in a loop."""
+    return any(isinstance(op, SoftmaxReduceOp) for op in kernel.walk())
+
+
 def _grouping(part: SoftmaxReduceOp, group: int, threads: int) -> BlockedLayout | str:
     """The layout of the chunk `part` reduces viewed as [1, C / group, group] (each thread's
     consecutive elements along the row split into groups on a last axis of its own), or why its
