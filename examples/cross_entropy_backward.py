@@ -3,10 +3,11 @@ log-sum-exp saved, the gradient softmax minus one-hot, scaled.
 
     tilec dump --ir examples/cross_entropy_backward.py [--shape 8192,50257]
 
-One kernel: its first loop sums each row's one-hot gradient, made from the label alone, so it
-reads none of the logits; the second reads them for the softmax and writes the gradient. Rows of
-50257 (GPT-2's vocabulary) start off 16-byte boundaries: `align-rows` splits the second loop, and
-keeps its pieces chunk-wide beside the first (docs/passes.md says why).
+One kernel: Inductor's first loop sums each row's one-hot gradient, made from the label alone, so
+it reads none of the logits; the second reads them for the softmax and writes the gradient. The
+pipelines compute that sum from the label once a row (`onehot-sums`), so the logits' loop is the
+kernel's only one. Rows of 50257 (GPT-2's vocabulary) start off 16-byte boundaries: `align-rows`
+splits that loop into its pieces, the first and last a vector wide (docs/passes.md).
 """
 
 from __future__ import annotations

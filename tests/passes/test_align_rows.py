@@ -226,8 +226,10 @@ def test_a_kernel_whose_row_loop_reads_nothing_keeps_chunk_wide_pieces() -> None
     over 32 warps, one of the autotuner's plans: its first loop reads none of the row, and with
     narrow end pieces beside it Triton laid that loop out a whole chunk a thread (a compile that
     had not ended after five minutes). The rows are aligned all the same, every piece keeps the
-    chunk's width, and the remark says why. (tests/inductor/test_candidates_compile.py compiles
-    the kernel at every plan the autotuner times.)"""
+    chunk's width, and the remark says why. The Triton pipeline computes that loop's sum from the
+    label first (`onehot-sums`): then the loop is gone and the pieces are narrow, with no remark.
+    (tests/inductor/test_candidates_compile.py compiles the kernel at every plan the autotuner
+    times.)"""
     from tilec.frontend import Lowered
     from tilec.frontend.capture import capture
     from tilec.frontend.entry import load_entry, make_inputs
@@ -240,13 +242,22 @@ def test_a_kernel_whose_row_loop_reads_nothing_keeps_chunk_wide_pieces() -> None
     target = load_entry(str(ROOT / "examples" / "cross_entropy_backward.py"))
     (k,) = capture(target.func, make_inputs(target, (8192, 50257), torch.bfloat16), strict=True)
     assert isinstance(k.result, Lowered)
+    pipeline = with_plan("triton-default", "xblock=1,chunk=32768,num_warps=32")
+    assert "onehot-sums," in pipeline
     module = parse(print_kernel(k.result.kernel))
     with collecting_remarks() as remarks:
-        run_pipeline(module, with_plan("triton-default", "xblock=1,chunk=32768,num_warps=32"))
+        run_pipeline(module, pipeline.replace("onehot-sums,", ""))
     assert [r.message for r in remarks if r.pass_name == "align-rows"] == [READLESS]
     kernel = module.kernels[0]
     assert {op.attr("end") for op in kernel.walk() if op.name == "tile.arange"} == {1, 32768}
     assert any(isinstance(op, AssumeMultipleOp) for op in kernel.walk())  # aligned all the same
+    module = parse(print_kernel(k.result.kernel))
+    with collecting_remarks() as remarks:
+        run_pipeline(module, pipeline)
+    assert not [r.message for r in remarks if r.pass_name in ("align-rows", "onehot-sums")]
+    kernel = module.kernels[0]
+    # the first and last vectors 8 wide (the rest may span up to a chunk: 32768 wide)
+    assert {op.attr("end") for op in kernel.walk() if op.name == "tile.arange"} == {1, 8, 32768}
 
 
 # -- rows of symbolic length (`torch.compile(dynamic=True)`): one kernel for every length

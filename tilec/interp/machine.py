@@ -599,7 +599,12 @@ def run(
             raise ExecutionError(f"constexpr '{k}' is bound to {cx[k]} in the kernel, not {v}")
         cx[k] = v
     env, by_name = _bind(kernel, args)
-    scalars = {k: int(v.item()) for k, v in by_name.items() if isinstance(v, torch.Tensor) and v.dim() == 0}
+    # integer scalars name sizes in the kernel's expressions (a float one, NaN or infinite too, never)
+    scalars = {
+        k: int(v.item())
+        for k, v in by_name.items()
+        if isinstance(v, torch.Tensor) and v.dim() == 0 and not v.is_floating_point()
+    }
     names = {**scalars, **cx, "num_sms": num_sms}
 
     def ev(e: IntExpr, what: str) -> int:

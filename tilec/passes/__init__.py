@@ -12,6 +12,7 @@ from tilec.passes import (  # noqa: F401  (register the passes)
     dce,
     early_loads,
     fp32_at_use,
+    onehot_sums,
     peel,
     persistent,
     pipeline,

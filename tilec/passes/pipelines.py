@@ -12,6 +12,10 @@ GLUON_DEFAULT = [
     # a pointwise kernel's costly values that repeat across its block (a rotary embedding's cos and
     # sin, the same for every head of a token) computed once a column: it binds XBLOCK, so first
     "repeats",
+    # a row's sum of a one-hot function of the column (the cross-entropy backward's one-hot
+    # gradient, made from the label) computed from the label once a row: no loop over the row
+    # that loads none of it (on the logical form, before the plan chunks it)
+    "onehot-sums",
     # concrete block sizes, warps and layouts first: every later pass works on real shapes; a row
     # block's rows fit in shared memory (128 KiB), so reuse can cache them
     "plan{row_block_bytes=131072}",
@@ -72,6 +76,9 @@ TRITON_DEFAULT = [
     # as in the Gluon pipeline: Llama's rotary embedding at 4x1024x16x128 on the H100 13.6 us, stock's
     # 24.4, this pipeline's without it 27.3 (bench/results/2026-11-26-h100-rotary)
     "repeats",
+    # as in the Gluon pipeline: the cross-entropy backward's one-hot sums from the label. Its load-free
+    # loop also kept align-rows from narrowing the logits' loop's first and last pieces
+    "onehot-sums",
     # a banded kernel's row past 8192 elements in chunks of 8192, each with its own column sums and
     # reading its chunk again for dx, where its column sums hold more than 16384 values: as one
     # tile, LayerNorm's two (dW, dB) beside the whole row spill (its backward at rows of 16384 on

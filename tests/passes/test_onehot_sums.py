@@ -1,0 +1,103 @@
+"""onehot-sums: the cross-entropy backward's sum of its one-hot gradient over each row, computed
+from the label once a row, gives what the loop over the row gave (bit for bit: the loop adds
+zeros to the one value) and what torch computes — labels ignored (-100) and out of the row
+included, the scale finite, infinite or NaN, rows aligned and not (align-rows' pieces), in tilec's
+interpreter and as emitted Triton in Triton's interpreter; the load-free loop is gone, so the
+logits' loop gets align-rows' narrow first and last pieces."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from profiles import examples
+
+from examples import run_chain
+from tilec.ir.ops import ForOp
+from tilec.testing import assert_close
+
+
+def ce_grad(logits: torch.Tensor, scale: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """The loss's backward as AOT autograd writes it when the forward saved nothing: one kernel
+    whose first loop carries the one-hot sum beside the logits' softmax statistics."""
+    lsm = torch.log_softmax(logits.float(), -1)
+    grad = torch.ops.aten.nll_loss_backward(scale, lsm, labels, None, 1, -100, scale * 3)
+    return torch.ops.aten._log_softmax_backward_data(grad, lsm, -1, torch.float32).to(logits.dtype)
+
+
+def ce_saved(logits: torch.Tensor, labels: torch.Tensor, lse: torch.Tensor) -> torch.Tensor:
+    """The backward with the forward's log-sum-exp saved (examples/cross_entropy_backward.py): the
+    one-hot sum's loop reads nothing of the row."""
+    x = logits.float()  # the arguments used in their order: the graph's inputs' (run_chain's)
+    hit = torch.arange(x.shape[1], device=x.device).unsqueeze(0) == labels.unsqueeze(1)
+    grad = hit.float() * -0.5
+    return (grad - torch.exp(x - lse.unsqueeze(1)) * grad.sum(1, keepdim=True)).to(logits.dtype)
+
+
+FUNCTIONS = {"ce_grad": ce_grad, "ce_saved": ce_saved}
+
+
+def _inputs(name: str, rows: int, cols: int, scale: float, outside: bool) -> list[torch.Tensor]:
+    torch.manual_seed(rows * 1000 + cols)
+    x = torch.randn(rows, cols).bfloat16()
+    labels = torch.randint(0, cols, (rows,))
+    labels[::3] = -100
+    if outside:  # labels no column matches (the loss rejects them; the kernel must not count them)
+        labels[1] = cols
+        labels[-1] = -7
+    if name == "ce_grad":
+        return [x, torch.tensor(scale), labels]
+    return [x, labels, torch.randn(rows) + 3.0]
+
+
+def _pipeline(chunk: int, xblock: int, onehot: bool) -> str:
+    first = "onehot-sums," if onehot else ""
+    plan = f"plan{{xblock={xblock},max_rblock={chunk},chunk={chunk}}}"
+    return f"{first}{plan},align-rows{{narrow=true}},canonicalize,peel,canonicalize,cse,dce"
+
+
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    name=st.sampled_from(sorted(FUNCTIONS)),
+    rows=st.integers(3, 9),
+    cols=st.sampled_from([257, 1000, 1001, 3001]),
+    chunk=st.sampled_from([64, 256]),
+    xblock=st.sampled_from([1, 2]),
+    scale=st.sampled_from([1.0, 0.25, float("inf"), float("nan")]),
+    outside=st.booleans(),
+)
+@example(name="ce_saved", rows=8, cols=1001, chunk=64, xblock=1, scale=1.0, outside=True)  # every misalignment
+@example(name="ce_grad", rows=8, cols=3001, chunk=256, xblock=1, scale=float("inf"), outside=False)
+@example(name="ce_grad", rows=5, cols=1000, chunk=64, xblock=2, scale=0.25, outside=True)
+def test_the_sums_equal_the_loops_and_eager(
+    name: str, rows: int, cols: int, chunk: int, xblock: int, scale: float, outside: bool
+) -> None:
+    inputs = _inputs(name, rows, cols, scale, outside)
+    fn = FUNCTIONS[name]
+    got, _, (kernel,) = run_chain(fn, inputs, pipeline=_pipeline(chunk, xblock, onehot=True))
+    loop_form, _, (looped,) = run_chain(fn, inputs, pipeline=_pipeline(chunk, xblock, onehot=False))
+    # bit for bit: the loop added zeros (or NaN) to the one value the closed form takes
+    torch.testing.assert_close(got, loop_form, rtol=0, atol=0, equal_nan=True)
+    loops = [op for op in kernel.walk() if isinstance(op, ForOp)]
+    # the one-hot sum is carried by no loop (each of align-rows' pieces carried one), where the
+    # row is a loop (rows of 257 are one tile: Inductor's persistent reduction, nothing to take)
+    carried = sum(len(op.inits) for op in looped.walk() if isinstance(op, ForOp))
+    assert sum(len(loop.inits) for loop in loops) < carried or (cols == 257 and carried == 0)
+    # no loop over the row is left that loads none of it
+    assert all(any(op.name == "tile.load" for op in loop.body.walk()) for loop in loops)
+    if not outside and scale == scale and abs(scale) != float("inf"):
+        want = fn(*[t.float() if t.is_floating_point() else t for t in inputs])
+        assert_close(got.float(), want, torch.bfloat16, what=f"{name} {rows}x{cols} chunk {chunk}")
+
+
+def test_the_emitted_triton_kernel_equals_eager() -> None:
+    """Rows of 1001 (misaligned: align-rows' pieces, now narrow), the Triton pipeline's passes:
+    the emitted kernel equals eager in Triton's interpreter, and the kernel has one loop left (the
+    logits') with a first and last piece a vector wide."""
+    inputs = _inputs("ce_saved", 4, 1001, 1.0, outside=False)
+    pipeline = _pipeline(256, 1, onehot=True)
+    got, _, (kernel,) = run_chain(ce_saved, inputs, pipeline=pipeline, triton=True)
+    want = ce_saved(*[t.float() if t.is_floating_point() else t for t in inputs])
+    assert_close(got.float(), want, torch.bfloat16, what="emitted Triton")
+    widths = sorted({op.attr("end") for op in kernel.walk() if op.name == "tile.arange"})
+    assert 8 in widths, widths  # the first and last vectors as tiles of 8
