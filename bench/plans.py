@@ -175,6 +175,18 @@ def plans(n: int, op: str | None = None) -> dict[str, tuple[str, str]]:
         # at 8192x65536 (softmax's clusters of 2 96.9), 60 at 4096x131072 (-h200-lanes-long)
         if n == 32768 and op in (None, "softmax", "layernorm"):
             found.update(lanes_plans(n, "chunk"))
+        # softmax's first loop keeping its statistics per group of 8 of a thread's elements
+        # (`groups`: softmax-groups), fewer instructions an element: the cross-entropy's
+        # log-sum-exp over the same rows ran 1.15-1.19x the Gluon loop's speed on the H200
+        # (bench/results/2026-11-29-h200-cross-entropy-groups); also with the second read from the
+        # row's last chunk back and the rows written evict-first
+        if op in (None, "softmax"):
+            for c, w in ((4096, 8), (8192, 8), (8192, 16)):
+                found[f"triton-c{c}-w{w}-g8"] = ("triton", f"xblock=1,chunk={c},num_warps={w},groups=8")
+            found["triton-c8192-w16-rev-st-g8"] = (
+                "triton",
+                "xblock=1,chunk=8192,num_warps=16,reverse=true,stream=true,groups=8",
+            )
         return found
     found = {e: (e, "") for e in PIPELINES}
     for e in PIPELINES:

@@ -388,7 +388,8 @@ def test_surveyed_plans_build_for_every_op(op: str) -> None:
     second read reversed and the stores evict-first where it says so (`-rev`, `-st`), and each row
     split across a cluster of the CTAs it names (`-clC`: one row a cluster, each CTA's slice in
     shared memory in chunks of the chunk it names; `-push`: its gather pushing to the peers; `-pfD`:
-    its other inputs read D chunks ahead), and its registers capped where it says so (`-regR`)."""
+    its other inputs read D chunks ahead), its registers capped where it says so (`-regR`), and
+    softmax's statistics kept per group of G where it says so (`-gG`)."""
     from tilec.emit.gluon import emit_gluon
     from tilec.emit.triton import emit_triton
     from tilec.ir import parse, print_kernel
@@ -399,7 +400,7 @@ def test_surveyed_plans_build_for_every_op(op: str) -> None:
     assert (*survey.OPS, *survey.RESIDUAL_OPS) == SURVEYED_OPS
     named = re.compile(
         r"(gluon|triton)-(?:cl(\d+)-)?(?:x(\d+)(?:-r(\d+))?|c(\d+))-w(\d+)(?:-k(\d+))?(?:-(rev|st|rev-st|push|lanes))?"
-        r"(?:-reg(\d+))?(?:-pf(\d+))?"
+        r"(?:-reg(\d+))?(?:-pf(\d+))?(?:-g(\d+))?"
     )
     # one row that fits a tile, one that loops for the residual-fused norms
     ns = (1024, 16384, 32768, 50257, 65536, 131072) if op in survey.OPS else (2048, 50257)
@@ -432,6 +433,11 @@ def test_surveyed_plans_build_for_every_op(op: str) -> None:
                     # the other inputs' reads a chunk ahead where it says so (`-pfD`)
                     assert kernel.attributes.get("prefetch") == (int(found[10]) if found[10] else None), name
                     continue
+                # softmax's statistics kept per group of G where it says so (`-gG`)
+                groups = int(found[11]) if found[11] else None
+                assert kernel.attributes.get("softmax_groups") == groups, name
+                if groups and op == "softmax":
+                    assert any(o.name == "tile.reshape" for o in kernel.walk()), name
                 # softmax's and LayerNorm's statistics per lane through the loops, each chunk
                 # read again (`-lanes`): no per-chunk statistics left
                 lanes = found[8] == "lanes"

@@ -144,6 +144,7 @@ def gluon_form(
     The tests and the variant survey name their forms with it."""
     parts = [
         "repeats",
+        "onehot-sums",
         f"plan{{{plan}}}",
         "accumulate,align-rows,canonicalize,peel,canonicalize,welford-lanes,cse,split-rows",
         f"reuse{{cache={cache}}}",
