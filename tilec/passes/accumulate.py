@@ -89,8 +89,9 @@ NOUNS = {"sum": "sum", "max": "maximum", "min": "minimum"}
 FOLDS = {name: kind for kind, (name, _, _) in COMBINES.items()}  # the folding op -> its reduction's kind
 
 
-def _running_sum(loop: ForOp, i: int, counts: dict[int, int]) -> ReduceOp | str:
-    """The chunk reduction that carried value `i` folds up (a sum, maximum or minimum), or why it
+def running_reduction(loop: ForOp, i: int, counts: dict[int, int]) -> ReduceOp | str:
+    """The chunk reduction that carried value `i` of `loop` folds up (a sum, maximum or minimum,
+    along the chunk's last axis, in the carried dtype, each value on the way used once), or why it
     is not one."""
     acc = loop.iter_args[i]
     t = acc.type
@@ -238,7 +239,7 @@ class Accumulate(Pass):
             changed = False
             for loop in [op for op in kernel.walk() if isinstance(op, ForOp)]:
                 for i in range(len(loop.inits)):
-                    found = _running_sum(loop, i, use_counts(kernel.body))
+                    found = running_reduction(loop, i, use_counts(kernel.body))
                     if isinstance(found, ReduceOp) and self.where == "warps" and not columns and warps_along(found) < 2:
                         found = f"the chunk's {NOUNS[found.attr('kind')]} stays within a warp: no barrier to save"
                     if isinstance(found, str):

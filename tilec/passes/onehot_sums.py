@@ -54,9 +54,9 @@ from tilec.ir.ops import (
     ForOp,
     ReduceOp,
     WhereOp,
-    yielded_values,
 )
 from tilec.ir.types import TileType, Type
+from tilec.passes.accumulate import running_reduction
 from tilec.passes.base import Pass, register
 from tilec.passes.dce import dce_kernel
 from tilec.passes.rewrite import const_value
@@ -231,26 +231,6 @@ def _row_type(v: Value, operands: list[Value]) -> Type:
     return t.with_(shape=shaped[0].shape)
 
 
-def _running_sum(loop: ForOp, i: int, counts: dict[int, int]) -> ReduceOp | str:
-    """The chunk sum carried value `i` adds up, or why it is not one."""
-    acc = loop.iter_args[i]
-    nxt = yielded_values(loop.body)[i]
-    fold = defining_op(nxt)
-    if not isinstance(fold, ElementwiseOp) or fold.name != "tile.add" or fold.parent is not loop.body:
-        return "not a running sum"
-    a, b = fold.operands
-    part = b if a is acc else a if b is acc else None
-    if part is None or counts.get(id(acc), 0) != 1 or counts.get(id(nxt), 0) != 1 or counts.get(id(part), 0) != 1:
-        return "the running sum has other uses"
-    red = defining_op(part)
-    if not isinstance(red, ReduceOp) or red.attr("kind") != "sum" or red.parent is not loop.body:
-        return "what it adds is not a chunk's sum"
-    src = red.src.type
-    if not isinstance(src, TileType) or src.rank != 2 or red.attr("axis") != 1 or not src.dtype.is_float:
-        return "not a float sum along the row of a 2-D chunk"
-    return red
-
-
 def _rewrite(kernel: Kernel, loop: ForOp, i: int, red: ReduceOp) -> str | None:
     """Replaces carried sum `i` of `loop` by its closed form, or says why it cannot."""
     lp = _Loop(loop)
@@ -338,7 +318,12 @@ class OnehotSums(Pass):
             changed = False
             for loop in [op for op in kernel.body.ops if isinstance(op, ForOp)]:
                 for i in range(len(loop.inits)):
-                    red = _running_sum(loop, i, use_counts(kernel.body))
+                    red = running_reduction(loop, i, use_counts(kernel.body))
+                    chunk = red.src.type if not isinstance(red, str) else None
+                    if not isinstance(red, str) and not (
+                        red.attr("kind") == "sum" and isinstance(chunk, TileType) and chunk.rank == 2
+                    ):
+                        red = "not a running sum of a 2-D chunk"
                     found = red if isinstance(red, str) else _rewrite(kernel, loop, i, red)
                     if found is None:
                         changed = True
