@@ -1,7 +1,7 @@
 """onehot-sums: the cross-entropy backward's sum of its one-hot gradient over each row, computed
 from the label once a row, gives what the loop over the row gave (bit for bit: the loop adds
-zeros to the one value) and what torch computes — labels ignored (-100) and out of the row
-included, the scale finite, infinite or NaN, rows aligned and not (align-rows' pieces), in tilec's
+zeros to the one value; with label smoothing, equal up to rounding) and what torch computes —
+labels ignored (-100) and out of the row included, the scale finite, infinite or NaN, rows aligned and not (align-rows' pieces), in tilec's
 interpreter and as emitted Triton in Triton's interpreter; the load-free loop is gone, so the
 logits' loop gets align-rows' narrow first and last pieces."""
 
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from profiles import examples
 
-from examples import run_chain
+from examples import assert_forms_agree, run_chain
 from tilec.ir.ops import ForOp
 from tilec.testing import assert_close
 
@@ -34,7 +34,19 @@ def ce_saved(logits: torch.Tensor, labels: torch.Tensor, lse: torch.Tensor) -> t
     return (grad - torch.exp(x - lse.unsqueeze(1)) * grad.sum(1, keepdim=True)).to(logits.dtype)
 
 
-FUNCTIONS = {"ce_grad": ce_grad, "ce_saved": ce_saved}
+def ce_smoothed(logits: torch.Tensor, scale: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """With label smoothing (0.1 of the target spread over the row, as `F.cross_entropy`'s
+    `label_smoothing` has it): the one-hot's gradient scaled by 0.9 plus one value a column for
+    every row not ignored, so f(false) is not 0 and the closed form's n·f(false) rounds otherwise
+    than the loop's sum."""
+    lsm = torch.log_softmax(logits.float(), -1)
+    grad = torch.ops.aten.nll_loss_backward(scale, lsm, labels, None, 1, -100, scale * 3) * 0.9
+    kept = (labels != -100).float().unsqueeze(1)  # (after the arguments' first uses, in their order)
+    grad = grad - kept * (0.1 / logits.shape[1]) * scale / 3
+    return torch.ops.aten._log_softmax_backward_data(grad, lsm, -1, torch.float32).to(logits.dtype)
+
+
+FUNCTIONS = {"ce_grad": ce_grad, "ce_saved": ce_saved, "ce_smoothed": ce_smoothed}
 
 
 def _inputs(name: str, rows: int, cols: int, scale: float, outside: bool) -> list[torch.Tensor]:
@@ -45,7 +57,7 @@ def _inputs(name: str, rows: int, cols: int, scale: float, outside: bool) -> lis
     if outside:  # labels no column matches (the loss rejects them; the kernel must not count them)
         labels[1] = cols
         labels[-1] = -7
-    if name == "ce_grad":
+    if name in ("ce_grad", "ce_smoothed"):
         return [x, torch.tensor(scale), labels]
     return [x, labels, torch.randn(rows) + 3.0]
 
@@ -69,6 +81,7 @@ def _pipeline(chunk: int, xblock: int, onehot: bool) -> str:
 @example(name="ce_saved", rows=8, cols=1001, chunk=64, xblock=1, scale=1.0, outside=True)  # every misalignment
 @example(name="ce_grad", rows=8, cols=3001, chunk=256, xblock=1, scale=float("inf"), outside=False)
 @example(name="ce_grad", rows=5, cols=1000, chunk=64, xblock=2, scale=0.25, outside=True)
+@example(name="ce_smoothed", rows=6, cols=1001, chunk=256, xblock=1, scale=1.0, outside=False)
 def test_the_sums_equal_the_loops_and_eager(
     name: str, rows: int, cols: int, chunk: int, xblock: int, scale: float, outside: bool
 ) -> None:
@@ -76,8 +89,10 @@ def test_the_sums_equal_the_loops_and_eager(
     fn = FUNCTIONS[name]
     got, _, (kernel,) = run_chain(fn, inputs, pipeline=_pipeline(chunk, xblock, onehot=True))
     loop_form, _, (looped,) = run_chain(fn, inputs, pipeline=_pipeline(chunk, xblock, onehot=False))
-    # bit for bit: the loop added zeros (or NaN) to the one value the closed form takes
-    torch.testing.assert_close(got, loop_form, rtol=0, atol=0, equal_nan=True)
+    if name == "ce_smoothed":  # n·f(false) against n additions of it: equal up to rounding
+        assert_forms_agree({"out": got}, {"out": loop_form})
+    else:  # bit for bit: the loop added zeros (or NaN) to the one value the closed form takes
+        torch.testing.assert_close(got, loop_form, rtol=0, atol=0, equal_nan=True)
     loops = [op for op in kernel.walk() if isinstance(op, ForOp)]
     # the one-hot sum is carried by no loop (each of align-rows' pieces carried one), where the
     # row is a loop (rows of 257 are one tile: Inductor's persistent reduction, nothing to take)
