@@ -7,6 +7,7 @@ logits' loop gets align-rows' narrow first and last pieces."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -116,3 +117,18 @@ def test_the_emitted_triton_kernel_equals_eager() -> None:
     assert_close(got.float(), want, torch.bfloat16, what="emitted Triton")
     widths = sorted({op.attr("end") for op in kernel.walk() if op.name == "tile.arange"})
     assert 8 in widths, widths  # the first and last vectors as tiles of 8
+
+
+@pytest.mark.parametrize("dynamic", [True, "all"])
+@pytest.mark.parametrize("name", ["ce_saved", "ce_grad"])
+def test_symbolic_sizes_too(name: str, dynamic: bool | str) -> None:
+    """Traced with a symbolic row count (`True`) and a symbolic row length as well (`"all"`: the
+    loop's bound and the column mask's a parameter): the one-hot sum still leaves every loop, and
+    the kernel gives what the loop gave, bit for bit."""
+    inputs = _inputs(name, 5, 1001, 1.0, outside=True)
+    fn = FUNCTIONS[name]
+    got, _, (kernel,) = run_chain(fn, inputs, dynamic=dynamic, pipeline=_pipeline(256, 1, onehot=True))
+    loop_form, _, (looped,) = run_chain(fn, inputs, dynamic=dynamic, pipeline=_pipeline(256, 1, onehot=False))
+    torch.testing.assert_close(got, loop_form, rtol=0, atol=0, equal_nan=True)
+    carried = sum(len(op.inits) for op in looped.walk() if isinstance(op, ForOp))
+    assert sum(len(op.inits) for op in kernel.walk() if isinstance(op, ForOp)) < carried
