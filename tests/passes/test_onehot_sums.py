@@ -7,6 +7,8 @@ logits' loop gets align-rows' narrow first and last pieces."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from hypothesis import HealthCheck, example, given, settings
@@ -132,3 +134,50 @@ def test_symbolic_sizes_too(name: str, dynamic: bool | str) -> None:
     torch.testing.assert_close(got, loop_form, rtol=0, atol=0, equal_nan=True)
     carried = sum(len(op.inits) for op in looped.walk() if isinstance(op, ForOp))
     assert sum(len(op.inits) for op in kernel.walk() if isinstance(op, ForOp)) < carried
+
+
+def test_the_backward_reads_and_writes_the_logits_in_vectors(tmp_path: Path) -> None:
+    """examples/cross_entropy_backward.py at GPT-2's vocabulary (4096x50257) through the Triton
+    pipeline, compiled for sm_90: with the one-hot sum from the label, the logits' loop is the
+    kernel's only one and align-rows narrows its pieces — the whole chunks read and written in
+    16-byte vectors, the rest (a tile of 2048) in vectors of what a thread holds of it, and only
+    the first and the last partial vector (tiles of 8) an element at a time. Without the pass the
+    load-free loop kept every piece a chunk wide: 32 two-byte reads and writes a thread there."""
+    import collections
+    import re
+
+    from triton_ptx import triton_ptx
+
+    from tilec.frontend import Lowered
+    from tilec.frontend.capture import capture
+    from tilec.frontend.entry import load_entry, make_inputs
+    from tilec.ir import parse, print_kernel
+    from tilec.passes import NAMED_PIPELINES, run_pipeline
+
+    target = load_entry(str(Path(__file__).resolve().parents[2] / "examples" / "cross_entropy_backward.py"))
+    (k,) = capture(target.func, make_inputs(target, (4096, 50257), torch.bfloat16), strict=True)
+    assert isinstance(k.result, Lowered)
+    pipeline = NAMED_PIPELINES["triton-default"]
+    assert "onehot-sums," in pipeline
+
+    def accesses(pipeline: str, workdir: Path) -> tuple[list[int], int, collections.Counter[str]]:
+        module = parse(print_kernel(k.result.kernel))
+        run_pipeline(module, pipeline)
+        kernel = module.kernels[0]
+        ranges = sorted({op.attr("end") for op in kernel.walk() if op.name == "tile.arange"})
+        workdir.mkdir()
+        ptx = triton_ptx(kernel, workdir)
+        per_chunk = kernel.constexprs["RBLOCK"] * 2 // (16 * 32 * kernel.launch.num_warps)
+        return ranges, per_chunk, collections.Counter(re.findall(r"(?:ld|st)\.global[.:\w]*", ptx))
+
+    def count(counts: collections.Counter[str], kind: str, width: str) -> int:
+        return sum(n for ins, n in counts.items() if ins.startswith(kind) and width in ins)
+
+    ranges, per_chunk, counts = accesses(pipeline, tmp_path / "with")
+    assert ranges == [1, 8, 2048, 8192], ranges
+    assert count(counts, "ld.global", ".v4.") == count(counts, "st.global", ".v4.") == per_chunk >= 1, counts
+    assert count(counts, "ld.global", ".v2.") == count(counts, "st.global", ".v2.") == 1, counts
+    assert count(counts, "ld.global", ".b16") == count(counts, "st.global", ".b16") == 2, counts
+    ranges, _, counts = accesses(pipeline.replace("onehot-sums,", ""), tmp_path / "without")
+    assert ranges == [1, 8192], ranges
+    assert count(counts, "st.global", ".b16") == 32, counts
