@@ -422,7 +422,7 @@ def test_a_launch_hook_sends_bound_launches_back_to_triton(monkeypatch, which: s
             bound.append(1)
 
     x = torch.randn(4, 64)
-    b = launch._Bound.make("primary", compiled(CLaunch()), (4,), (x, 64), (x,), 0, ())
+    b = launch._Bound.make(compiled(CLaunch()), (4,), (x, 64), (x,), 0, ())
     assert b is not None and not launch.knobs_hooked()
     assert b.launch((x,), 7) and bound == [1]
     chain = getattr(knobs.runtime, which)
@@ -482,12 +482,14 @@ def test_rows_take_the_variant_of_their_length(monkeypatch) -> None:
 
     bound: list[str] = []
     k._bound = SimpleNamespace(  # type: ignore[assignment]
-        role="below 1024", variant=short, launch=lambda args, stream: bound.append("short") or True
+        variant=short, launch=lambda args, stream: bound.append("short") or True
     )
     k.run(x, torch.empty_like(x), 512, stream=7)  # its rows: the bound variant
     k.run(x, torch.empty_like(x), 100, stream=7)  # tiny rows: not the bound variant
     k.run(x, torch.empty_like(x), 2048, stream=7)  # long rows: nor
     assert bound == ["short"] and calls[-2:] == [("tiny", 100), ("long", 2048)]
+    # each launch counted under its variant's role, the bound one too
+    assert k.launches == {"primary": 3, "fallback": 0, "below 256": 3, "below 1024": 3}
 
 
 def test_a_split_needs_a_variant_per_length() -> None:

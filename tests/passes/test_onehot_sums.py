@@ -181,3 +181,60 @@ def test_the_backward_reads_and_writes_the_logits_in_vectors(tmp_path: Path) -> 
     ranges, _, counts = accesses(pipeline.replace("onehot-sums,", ""), tmp_path / "without")
     assert ranges == [1, 8192], ranges
     assert count(counts, "st.global", ".b16") == 32, counts
+
+
+@pytest.mark.parametrize("label", [5, 999, 0, -100, 1000, -7])
+@pytest.mark.parametrize("name", ["onehot", "onehot_scalar", "onehot_beside"])
+def test_the_golden_kernels_give_what_their_loops_gave(name: str, label: int) -> None:
+    """Each kernel tests/passes/onehot_sums.tile rewrites, in tilec's interpreter at a block of 8
+    rows and chunks of 64, with the pass and without it, bit for bit: labels inside the row of
+    1000, at its ends, ignored and outside it (every row's label where the kernel loads them, one
+    for every row where it takes one scalar)."""
+    from tilec import interp
+    from tilec.ir import parse
+    from tilec.passes import run_pipeline
+
+    text = (Path(__file__).resolve().parent / "onehot_sums.tile").read_text()
+
+    def outputs(pipeline: str) -> torch.Tensor:
+        module = parse(text)
+        if pipeline:
+            run_pipeline(module, pipeline)
+        (kernel,) = [k for k in module.kernels if k.name == name]
+        torch.manual_seed(0)
+        labels = torch.full((64,), label, dtype=torch.int64)
+        labels[::5] = torch.randint(0, 1000, (13,))
+        out = torch.full((64,), float("nan"))
+        args: list[object] = [label if name == "onehot_scalar" else labels, 0.75]
+        if name == "onehot_beside":
+            args.append(torch.randn(64, 1000).bfloat16())
+        interp.run(kernel, *args, out, XBLOCK=8, RBLOCK=64)
+        return out
+
+    got, want = outputs("onehot-sums"), outputs("")
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert not torch.isnan(got).any()
+
+
+@pytest.mark.parametrize("label", [5, -100, 1000])
+def test_a_label_for_every_row_as_emitted_triton(label: int) -> None:
+    """@onehot_scalar (one label for every row, broadcast to the rows' tile) through the Triton
+    pipeline, emitted and run in Triton's interpreter: what tilec's interpreter gives for the
+    kernel as written."""
+    from tilec import interp
+    from tilec.emit.triton import emit_triton
+    from tilec.ir import parse
+    from tilec.passes import run_pipeline
+    from tilec.runtime import load_source
+
+    text = (Path(__file__).resolve().parent / "onehot_sums.tile").read_text()
+    module = parse(text)
+    run_pipeline(module, "triton-default")
+    (kernel,) = [k for k in module.kernels if k.name == "onehot_scalar"]
+    assert not [op for op in kernel.walk() if isinstance(op, ForOp)]
+    got = torch.full((64,), float("nan"))
+    load_source(emit_triton(kernel).source, interpret=True).launch(label, 0.75, got)
+    (written,) = [k for k in parse(text).kernels if k.name == "onehot_scalar"]
+    want = torch.full((64,), float("nan"))
+    interp.run(written, label, 0.75, want, XBLOCK=8, RBLOCK=64)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)

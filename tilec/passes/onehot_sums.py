@@ -59,7 +59,7 @@ from tilec.ir.types import TileType, Type
 from tilec.passes.accumulate import running_reduction
 from tilec.passes.base import Pass, register
 from tilec.passes.dce import dce_kernel
-from tilec.passes.rewrite import const_value
+from tilec.passes.rewrite import const_value, same_value
 
 # ops through which a value keeps being one value a row (or the one-hot's function of the match)
 PURE_MAPS = (ElementwiseOp, WhereOp, CastOp, BroadcastOp)
@@ -131,14 +131,9 @@ def _dtype(v: Value) -> DType | None:
     return t.dtype if isinstance(t, TileType) else t if isinstance(t, DType) else None
 
 
-def _same(a: Value, b: Value) -> bool:
-    """The same value, or equal constants."""
-    return a is b or (const_value(a) is not None and const_value(a) == const_value(b))
-
-
-def _mask_factors(mask: Value, lp: _Loop) -> tuple[list[Value], bool] | str:
-    """The mask's row factors (values uniform along the row) and whether the column mask
-    `col < n` (n the loop's bound) is among its factors; or why the mask is not of that form."""
+def _row_masks(mask: Value, lp: _Loop) -> list[Value] | str:
+    """The mask's row factors (values uniform along the row), where its other factor is the column
+    mask `col < n` (n the loop's bound); or why the mask is not of that form."""
     rows: list[Value] = []
     column = False
     todo = [mask]
@@ -158,12 +153,12 @@ def _mask_factors(mask: Value, lp: _Loop) -> tuple[list[Value], bool] | str:
             and op.name == "tile.cmp"
             and op.attr("predicate") == "lt"
             and lp.column(op.operands[0])
-            and _same(op.operands[1], lp.upper)
+            and same_value(op.operands[1], lp.upper)
         ):
             column = True
             continue
         return "its reduction's mask is not the column mask and row masks"
-    return rows, column
+    return rows if column else "its reduction's mask has no column mask (col < the loop's bound)"
 
 
 def _one_hot(v: Value, lp: _Loop) -> tuple[list[Operation], Operation, Value] | str:
@@ -231,6 +226,15 @@ def _row_type(v: Value, operands: list[Value]) -> Type:
     return t.with_(shape=shaped[0].shape)
 
 
+def _running_sum(loop: ForOp, i: int, counts: dict[int, int]) -> ReduceOp | None:
+    """The sum of a 2-D chunk along its row that carried value `i` adds up (accumulate's
+    `running_reduction`), or None."""
+    red = running_reduction(loop, i, counts)
+    if isinstance(red, str) or red.attr("kind") != "sum":
+        return None
+    return red if isinstance(red.src.type, TileType) and red.src.type.rank == 2 else None
+
+
 def _rewrite(kernel: Kernel, loop: ForOp, i: int, red: ReduceOp) -> str | None:
     """Replaces carried sum `i` of `loop` by its closed form, or says why it cannot."""
     lp = _Loop(loop)
@@ -238,33 +242,32 @@ def _rewrite(kernel: Kernel, loop: ForOp, i: int, red: ReduceOp) -> str | None:
         return "the loop does not run over the row from column 0"
     if red.mask is None:
         return "its reduction is not masked to the row"
-    factors = _mask_factors(red.mask, lp)
-    if isinstance(factors, str):
-        return factors
-    rows, column = factors
-    if not column:
-        return "its reduction's mask has no column mask (col < the loop's bound)"
+    rows = _row_masks(red.mask, lp)
+    if isinstance(rows, str):
+        return rows
     found = _one_hot(red.src, lp)
     if isinstance(found, str):
         return found
     path, hit, u = found
     b = Builder.before(loop)
-    memo: dict[int, Value] = {}
+    memo: dict[int, Value] = {}  # the loop's values uniform along the row, narrowed once
     un = _narrow(u, lp, b, memo)
+    row_t = red.result.type
+    assert isinstance(row_t, TileType)  # (a sum along the row of a 2-D chunk)
+    if isinstance(un.type, DType):  # one value for every row: each row's
+        un = b.op("tile.broadcast", un, type=TileType((*row_t.shape, 1), un.type), name_hint=un.name_hint)
     ut = un.type
-    if not isinstance(ut, TileType) or not ut.dtype.is_int:
-        return "the value the column is compared with is not an integer tile of the rows"
+    assert isinstance(ut, TileType) and ut.dtype.is_int  # (compared with the integer column)
     bool_t = ut.with_(dtype=i1)
     values: list[Value] = []
     for predicate in ("eq", "ne"):  # the match true in every row, then false
-        const = dict(memo)
-        const[id(hit.result)] = b.op("tile.cmp", un, un, type=bool_t, predicate=predicate, name_hint="hit")
+        hit_on = {id(hit.result): b.op("tile.cmp", un, un, type=bool_t, predicate=predicate, name_hint="hit")}
         for op in path:
-            operands = [const[id(o)] if id(o) in const else _narrow(o, lp, b, const) for o in op.operands]
-            const[id(op.result)] = b.op(
+            operands = [hit_on[id(o)] if id(o) in hit_on else _narrow(o, lp, b, memo) for o in op.operands]
+            hit_on[id(op.result)] = b.op(
                 op.name, *operands, type=_row_type(op.result, operands), name_hint=op.result.name_hint, **op.attributes
             )
-        values.append(const[id(red.src)])
+        values.append(hit_on[id(red.src)])
     on, off = values
     vt = on.type
     assert isinstance(vt, TileType)
@@ -291,10 +294,10 @@ def _rewrite(kernel: Kernel, loop: ForOp, i: int, red: ReduceOp) -> str | None:
             nm = b.op("tile.broadcast", nm, type=bool_t.with_(shape=vt.shape), name_hint="row_mask")
         mask = nm if mask is None else b.op("tile.and", mask, nm, type=nm.type, name_hint="row_mask")
     operands = [row] if mask is None else [row, mask]
-    total = b.op("tile.reduce", *operands, type=red.result.type, kind="sum", axis=1, name_hint="onehot_sum")
+    total = b.op("tile.reduce", *operands, type=row_t, kind="sum", axis=1, name_hint="onehot_sum")
     init = loop.inits[i]
     if const_value(init) != 0:
-        total = b.op("tile.add", init, total, type=red.result.type, name_hint="onehot_sum")
+        total = b.op("tile.add", init, total, type=row_t, name_hint="onehot_sum")
     replace_uses(kernel.body, loop.results[i], total)
     return None
 
@@ -318,17 +321,14 @@ class OnehotSums(Pass):
             changed = False
             for loop in [op for op in kernel.body.ops if isinstance(op, ForOp)]:
                 for i in range(len(loop.inits)):
-                    red = running_reduction(loop, i, use_counts(kernel.body))
-                    chunk = red.src.type if not isinstance(red, str) else None
-                    if not isinstance(red, str) and not (
-                        red.attr("kind") == "sum" and isinstance(chunk, TileType) and chunk.rank == 2
-                    ):
-                        red = "not a running sum of a 2-D chunk"
-                    found = red if isinstance(red, str) else _rewrite(kernel, loop, i, red)
-                    if found is None:
+                    red = _running_sum(loop, i, use_counts(kernel.body))
+                    if red is None:
+                        continue  # another carried value: not this pass's
+                    why_not = _rewrite(kernel, loop, i, red)
+                    if why_not is None:
                         changed = True
-                    elif not isinstance(red, str):  # a running sum left: say why
-                        why.append(f"%{loop.iter_args[i].name_hint}: {found}")
+                    else:
+                        why.append(f"%{loop.iter_args[i].name_hint}: {why_not}")
             if changed:
                 dce_kernel(kernel)
             elif why:

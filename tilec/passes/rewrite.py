@@ -122,6 +122,11 @@ def const_value(v: Value) -> int | float | None:
     return None
 
 
+def same_value(a: Value, b: Value) -> bool:
+    """The same value: one SSA value, or two constants (or tiles of one constant) equal."""
+    return a is b or (const_value(a) is not None and const_value(a) == const_value(b))
+
+
 def make_const(b: Builder, value: int | float, like: Value | DType, dtype: DType | None = None) -> Value:
     """A constant shaped like `like` (a scalar or a tile) with the given value."""
     t = like if isinstance(like, DType) else like.type

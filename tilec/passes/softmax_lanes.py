@@ -152,8 +152,8 @@ def joined_statistics(
     b: Builder, inits: list[Value], row_max: Value, lane_sum: Value, row: TileType, names: list[str | None]
 ) -> Operation:
     """The lanes' sums reduced (0 for a row whose chunks are all masked or -inf, as
-    softmax_reduce gives) and joined (`softmax-groups` joins its groups' sums so too), with the row's maximum, to the initial statistics `inits`
-    by one `tile.softmax_combine` (returned)."""
+    softmax_reduce gives) and joined, with the row's maximum, to the initial statistics `inits`
+    by one `tile.softmax_combine` (returned). `softmax-groups` joins its groups' sums so too."""
     total = b.op("tile.reduce", lane_sum, type=row, kind="sum", axis=1, name_hint="row_sum")
     neg_inf = b.constant(-math.inf, f32, name_hint="neg_inf")
     empty = b.op(

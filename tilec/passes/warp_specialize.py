@@ -86,7 +86,7 @@ from tilec.ir.ops import (
 )
 from tilec.ir.types import MBarrierType, SharedBufferType
 from tilec.passes.base import Pass, register
-from tilec.passes.rewrite import const_value, fold_binary
+from tilec.passes.rewrite import const_value, fold_binary, same_value
 
 
 class NotApplicableError(Exception):
@@ -134,11 +134,6 @@ def _name(v: Value) -> str:
 def _int(v: Value) -> int | None:
     c = const_value(v)
     return c if isinstance(c, int) and not isinstance(c, bool) else None
-
-
-def _same(a: Value, b: Value) -> bool:
-    """The same value: one SSA value, or two constants equal."""
-    return a is b or (_int(a) is not None and _int(a) == _int(b))
 
 
 def find_rings(kernel: Kernel) -> list[Ring]:
@@ -197,7 +192,7 @@ def _ring(kernel: Kernel, buf: Value, ops: list[TmaLoadOp]) -> Ring:
             cond = defining_op(c.guard.cond)
             assert isinstance(cond, CmpOp)
             totals.append(cond.rhs)
-    if any(not _same(x, totals[0]) for x in totals):
+    if any(not same_value(x, totals[0]) for x in totals):
         raise NotApplicableError(f"the copies into {b} are guarded by different item counts")
     ring.total = totals[0] if totals else None
     if not any(isinstance(op, MBarrierWaitOp) and op.bars is ring.ready for op in kernel.walk()):
@@ -220,7 +215,7 @@ def _copy(ring: Ring, op: TmaLoadOp, claimed: set[int]) -> Copy:
     view = defining_op(op.dst)
     assert isinstance(view, SmemIndexOp)
     slot = view.slot
-    if not _same(op.index, slot):
+    if not same_value(op.index, slot):
         raise NotApplicableError(f"a copy into {b} completes on the barrier of another slot")
     item, number = slot, _int(slot)
     if number is None:
@@ -234,7 +229,7 @@ def _copy(ring: Ring, op: TmaLoadOp, claimed: set[int]) -> Copy:
     assert block is not None
     expect = None
     for prev in reversed(block.ops[: block.ops.index(op)]):
-        if isinstance(prev, MBarrierExpectOp) and prev.bars is ring.ready and _same(prev.index, slot):
+        if isinstance(prev, MBarrierExpectOp) and prev.bars is ring.ready and same_value(prev.index, slot):
             expect = prev
             break
     if expect is None or id(expect) in claimed:
@@ -249,7 +244,7 @@ def _copy(ring: Ring, op: TmaLoadOp, claimed: set[int]) -> Copy:
             block is not guard.regions[0]
             or not isinstance(cond, CmpOp)
             or cond.attr("predicate") != "lt"
-            or not _same(cond.lhs, item)
+            or not same_value(cond.lhs, item)
             or guard.results
             or any(o.name != "tile.yield" for o in guard.regions[1].ops)
         ):

@@ -154,7 +154,7 @@ class TilecKernel:
             and (self.split is None or bound.variant is (self._by_length(args) or self.primary))
             and bound.launch(args, stream)
         ):
-            self.launches[bound.role] += 1
+            self.launches[self._roles[id(bound.variant)]] += 1
             return
         variant, descs = self._variant_for(args)
         if variant is not self.primary:
@@ -280,7 +280,6 @@ class TilecKernel:
         """Binds the next launches of `variant` to the compiled kernel (`_Bound`)."""
         sizes = _sizes(prepare, variant, args, kwargs)
         self._bound = _Bound.make(
-            self._roles[id(variant)],
             compiled,
             grid,
             kernel_args,
@@ -357,8 +356,7 @@ class _Bound:
     too. Kernels that need Triton's scratch memory or launch hooks, and launchers of another
     shape than Triton 3.6's, keep the general path."""
 
-    role: str  # which variant it launches ("primary", "fallback", "below N": TilecKernel's roles)
-    variant: Variant | None
+    variant: Variant | None  # the variant it launches (TilecKernel counts its launches by it)
     c_launch: Any  # Triton's compiled C launcher
     function: Any  # the CUfunction
     head: tuple[Any, ...]  # the launcher's arguments between the function and the kernel's
@@ -378,7 +376,6 @@ class _Bound:
     @classmethod
     def make(
         cls,
-        role: str,
         compiled: Any,
         grid: tuple[int, ...],
         kernel_args: tuple[Any, ...],
@@ -402,7 +399,7 @@ class _Bound:
         except AttributeError:
             return None
         self = cls()
-        self.role, self.variant = role, variant
+        self.variant = variant
         self.c_launch, self.function, self.head, self.device = c_launch, function, head, device
         self.grid = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
         # per kernel argument: ("arg", index into run()'s arguments), ("desc", index of the TMA
