@@ -12,6 +12,10 @@ taking one difference away:
   after both;
 - `sunk`: the first vector's statistics folded in after the loops (its load stays first);
 - `joined-sunk`, and `all` (every edit);
+- `ftz` and `all-ftz`: exp as one `ex2.approx.ftz` (bench/ce_bwd_forms.py), alone and with every
+  other edit;
+- `line128`, `line128-ftz`: emitted with `align-rows{line=128}` (the whole chunks on 128-byte
+  cache lines), and with `ftz`;
 
 beside the probe's hand-written kernel (chunks of 4096 over 8 warps, groups of 8). Device time, cold
 L2; each result checked against torch.logsumexp in fp32 (a -inf logit and a row of -inf
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -36,7 +41,7 @@ V = 50257
 PLAN = "xblock=1,chunk=4096,num_warps=8,max_rblock=16384,groups=8"
 
 
-def emitted() -> str:
+def emitted(line: int = 16) -> str:
     """The Triton source of the cross-entropy forward's log-sum-exp kernel at rows of V with PLAN
     (traced at 1024 rows: the kernel does not depend on the row count but for its grid)."""
     from tilec.emit.triton import emit_triton
@@ -53,7 +58,9 @@ def emitted() -> str:
     for k in capture(loss, [x, y], strict=True):
         if isinstance(k.result, Lowered) and "prepare_softmax_online" in k.result.kernel.name:
             module = parse(print_kernel(k.result.kernel))
-            run_pipeline(module, with_plan("triton-default", PLAN))
+            pipeline = with_plan("triton-default", PLAN)
+            pipeline = re.sub(r"align-rows\{[^}]*\}", f"align-rows{{narrow=true,line={line}}}", pipeline)
+            run_pipeline(module, pipeline)
             return emit_triton(module.kernels[0]).source
     raise SystemExit("lse_forms: no log-sum-exp kernel in the cross-entropy's forward")
 
@@ -112,7 +119,16 @@ FORMS: dict[str, Callable[[str], str]] = {
     "sunk": sunk,
     "joined-sunk": lambda s: sunk(joined(s)),
     "all": lambda s: nonan(noguard(sunk(joined(s)))),
+    "ftz": lambda s: _ftz(s),
+    "all-ftz": lambda s: _ftz(nonan(noguard(sunk(joined(s))))),
 }
+
+
+def _ftz(s: str) -> str:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from ce_bwd_forms import ftz
+
+    return ftz(s)
 
 
 def main(argv: list[str]) -> None:
@@ -146,8 +162,10 @@ def main(argv: list[str]) -> None:
         records.append(rec)
 
     for _ in range(2 if gpu else 1):
-        for name, edit in FORMS.items():
-            kernel = load_source(edit(source), interpret=not gpu).KERNEL
+        forms = [(name, edit(source)) for name, edit in FORMS.items()]
+        forms += [("line128", emitted(128)), ("line128-ftz", _ftz(emitted(128)))]
+        for name, text in forms:
+            kernel = load_source(text, interpret=not gpu).KERNEL
             mx, sm = torch.empty(rows, device=dev), torch.empty(rows, device=dev)
 
             def call(k: Any = kernel, mx: torch.Tensor = mx, sm: torch.Tensor = sm) -> Any:

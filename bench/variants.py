@@ -9,7 +9,9 @@ chooser; no torch.compile in the timed path.
         --plans "xblock=1,chunk=4096,num_warps=16,cluster=8;...,prefetch=1" --no-stock
 
 `--plans`: plans of the Gluon pipeline (`plan` pass options, ";" between plans), each a variant
-named `gluon:OPTIONS` (`--triton-plans`: the Triton pipeline's, `triton:OPTIONS`). `--no-stock`
+named `gluon:OPTIONS` (`--triton-plans`: the Triton pipeline's, `triton:OPTIONS`); `--line16`
+adds each plan with align-rows' whole chunks on 16-byte vectors (`gluon-line16:OPTIONS`), where
+the pipelines start them on 128-byte lines. `--no-stock`
 leaves out stock Inductor's two kernels (max-autotune compiles long rows for minutes).
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 import traceback
@@ -84,10 +87,16 @@ def arguments(lowered: Any, inputs: list[Any]) -> tuple[list[Any], dict[str, Any
 
 
 def pipeline_of(name: str) -> str:
-    """A variant's pipeline: a name of VARIANTS, or `gluon:OPTIONS` / `triton:OPTIONS` (a plan)."""
+    """A variant's pipeline: a name of VARIANTS, or `gluon:OPTIONS` / `triton:OPTIONS` (a plan),
+    or `gluon-line16:OPTIONS` / `triton-line16:OPTIONS` (with align-rows' whole chunks on 16-byte
+    vectors, not on 128-byte lines: the pipelines' form before 2026-11-29)."""
     emitter, _, options = name.partition(":")
     if options and emitter in ("gluon", "triton"):
         return with_plan(f"{emitter}-default", options)
+    if options and emitter in ("gluon-line16", "triton-line16"):
+        pipeline = with_plan(f"{emitter[:-7]}-default", options)
+        narrow = "narrow=true," if emitter.startswith("triton") else ""
+        return re.sub(r"align-rows\{[^}]*\}", f"align-rows{{{narrow}line=16}}", pipeline)
     return VARIANTS[name]
 
 
@@ -191,12 +200,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--variants", default=",".join(VARIANTS))
     p.add_argument("--plans", default="", help="Gluon plans (plan options), ';' between them")
     p.add_argument("--triton-plans", default="", help="Triton plans (plan options), ';' between them")
+    p.add_argument(
+        "--line16", action="store_true", help="each plan also with align-rows{line=16} (`EMITTER-line16:OPTIONS`)"
+    )
     p.add_argument("--no-stock", action="store_true", help="leave out stock Inductor's kernels")
     p.add_argument("--out", default="bench-out")
     a = p.parse_args(argv)
     variants = [v for v in a.variants.split(",") if v]
     variants += [f"gluon:{o}" for o in a.plans.split(";") if o]
     variants += [f"triton:{o}" for o in a.triton_plans.split(";") if o]
+    if a.line16:
+        variants += [v.replace(":", "-line16:", 1) for v in variants if v.startswith(("gluon:", "triton:"))]
     run(a.ops.split(","), a.shapes, variants, Path(a.out), stock=not a.no_stock)
     return 0
 

@@ -56,38 +56,52 @@ def _inputs(name: str, rows: int, cols: int) -> list[torch.Tensor]:
     return [x, torch.tensor(1.0), labels]
 
 
-def _pipeline(chunk: int, xblock: int = 1, accumulate: bool = False) -> str:
+def _pipeline(chunk: int, xblock: int = 1, accumulate: bool = False, line: int = 16) -> str:
     # accumulate first, as the pipelines run it: a piece whose running sum it carries as a whole
     # chunk keeps the chunk's width
     first = "accumulate{where=all}," if accumulate else ""
     plan = f"plan{{xblock={xblock},max_rblock={chunk},chunk={chunk}}}"
-    return f"{plan},{first}align-rows{{narrow=true}},canonicalize,peel,canonicalize,cse,dce"
+    rows = ",vector_rows=true" if line == 128 else ""  # rows on 16 bytes off a line split too
+    return f"{plan},{first}align-rows{{narrow=true,line={line}{rows}}},canonicalize,peel,canonicalize,cse,dce"
 
 
 @settings(max_examples=examples(6), deadline=None)
 @given(
     name=st.sampled_from(sorted(FUNCTIONS)),
     rows=st.integers(2, 5),  # (a single row is a kernel without rows)
-    cols=st.sampled_from([257, 1001, 1100, 1536, 3001]),
+    cols=st.sampled_from([257, 1000, 1001, 1100, 1536, 3001]),
     chunk=st.sampled_from([64, 256]),
     accumulate=st.booleans(),
+    line=st.sampled_from([16, 128]),
 )
 # eight rows: every misalignment 0-7 once. Rows of 257 in chunks of 64 with a head of 7 leave no
 # rest at all (the rest's vectors and the last partial vector are empty loops); rows of 1001
 # with a head of 7 end on a vector boundary (no partial vector); the rest of rows of 1100 spans
 # at most 72 columns (a tile of 128 for chunks of 256) or 8 (a tile of one vector for chunks of 64)
-@example(name="softmax", rows=8, cols=257, chunk=64, accumulate=False)
-@example(name="cross_entropy_grad", rows=8, cols=1001, chunk=64, accumulate=False)
-@example(name="rmsnorm", rows=8, cols=3001, chunk=256, accumulate=False)
-@example(name="rmsnorm", rows=8, cols=1100, chunk=256, accumulate=True)
-@example(name="cross_entropy_grad", rows=8, cols=1100, chunk=64, accumulate=True)
-def test_aligned_chunks_equal_eager(name: str, rows: int, cols: int, chunk: int, accumulate: bool) -> None:
+@example(name="softmax", rows=8, cols=257, chunk=64, accumulate=False, line=16)
+@example(name="cross_entropy_grad", rows=8, cols=1001, chunk=64, accumulate=False, line=16)
+@example(name="rmsnorm", rows=8, cols=3001, chunk=256, accumulate=False, line=16)
+@example(name="rmsnorm", rows=8, cols=1100, chunk=256, accumulate=True, line=16)
+@example(name="cross_entropy_grad", rows=8, cols=1100, chunk=64, accumulate=True, line=16)
+# on 128-byte lines (64 bf16 elements): rows of 1001 take every head 0-63 over 64 rows, rows of
+# 1000 (on 16 bytes, off a line) heads 0, 40, 16, 56, ..., rows of 257 in chunks of 64 a first
+# piece that can hold the whole row but for its last partial vector
+@example(name="softmax", rows=64, cols=1001, chunk=64, accumulate=False, line=128)
+@example(name="cross_entropy_grad", rows=8, cols=1000, chunk=256, accumulate=True, line=128)
+@example(name="rmsnorm", rows=8, cols=1000, chunk=64, accumulate=False, line=128)
+@example(name="softmax", rows=5, cols=257, chunk=64, accumulate=True, line=128)
+@example(name="cross_entropy_grad", rows=2, cols=1536, chunk=64, accumulate=False, line=128)  # chunks of a line
+def test_aligned_chunks_equal_eager(name: str, rows: int, cols: int, chunk: int, accumulate: bool, line: int) -> None:
     inputs = _inputs(name, rows, cols)
-    got, _, kernels = run_chain(FUNCTIONS[name], inputs, pipeline=_pipeline(chunk, accumulate=accumulate))
+    pipeline = _pipeline(chunk, accumulate=accumulate, line=line)
+    got, _, kernels = run_chain(FUNCTIONS[name], inputs, pipeline=pipeline)
+    split = cols % (8 if line == 16 else 64) != 0  # 1536 bf16 rows start on lines already
     hinted = [op for k in kernels for op in k.walk() if isinstance(op, AssumeMultipleOp)]
-    assert bool(hinted) == (cols % 8 != 0), (name, cols)  # 1536 bf16 rows start aligned already
-    vector_wide = any(op.name == "tile.arange" and op.attr("end") == 8 for k in kernels for op in k.walk())
-    assert vector_wide == (cols % 8 != 0), (name, cols)  # the first and last vectors: tiles of 8
+    assert bool(hinted) == split, (name, cols)
+    widths = {op.attr("end") for k in kernels for op in k.walk() if op.name == "tile.arange"}
+    assert (8 in widths) == split, (name, cols)  # the last partial vector (and first): tiles of 8
+    if line == 128 and chunk != 64:
+        assert (64 in widths) == split, (name, cols)  # the first piece: a tile of a line
     want = FUNCTIONS[name](*[t.float() if t.is_floating_point() else t for t in inputs])
     assert_close(got.float().reshape(want.shape), want, torch.bfloat16, what=f"{name} {rows}x{cols} chunk {chunk}")
 
@@ -113,10 +127,11 @@ def test_the_chunks_between_head_and_rest_are_unmasked() -> None:
 
 def test_the_rest_of_a_row_is_read_in_vectors(tmp_path) -> None:
     """Compiled for sm_90 (pointers 16-byte aligned, as Triton specializes them at launch), the
-    softmax of rows of 50257 reads and writes the chunks between the first vector and the rest in
+    softmax of rows of 50257 reads and writes the chunks between the first piece and the rest in
     16-byte vectors, and the rest's whole vectors (a tile of 2048: the rest spans at most 1096
-    columns) in vectors of what a thread holds of it. Only the first and the last partial
-    vector, tiles of 8, are read and written an element at a time."""
+    columns) in vectors of what a thread holds of it. Only the first piece (up to the first
+    128-byte line: a tile of 64) and the last partial vector (a tile of 8) are read and written
+    an element at a time."""
     import collections
     import re
 
@@ -134,7 +149,7 @@ def test_the_rest_of_a_row_is_read_in_vectors(tmp_path) -> None:
     run_pipeline(module, "triton-default")
     kernel = module.kernels[0]
     ranges = sorted({op.attr("end") for op in kernel.walk() if op.name == "tile.arange"})
-    assert ranges == [1, 8, 2048, kernel.constexprs["RBLOCK"]], ranges
+    assert ranges == [1, 8, 64, 2048, kernel.constexprs["RBLOCK"]], ranges
     counts = collections.Counter(re.findall(r"(?:ld|st)\.global[.:\w]*", triton_ptx(kernel, tmp_path)))
 
     def count(kind: str, width: str) -> int:
@@ -148,7 +163,7 @@ def test_the_rest_of_a_row_is_read_in_vectors(tmp_path) -> None:
     # the rest: 2048 bf16 over the threads, 4 a thread here, so 8-byte vectors
     assert 2048 // threads == 4
     assert count("ld.global", ".v2.") == 2 and count("st.global", ".v2.") == 1, counts
-    # one element a thread for each vector-wide piece: the first and last vectors' stores
+    # one element a thread for each of the first piece and the last vector: their stores
     assert count("st.global", ".b16") == 2, counts
 
 
@@ -197,22 +212,28 @@ def test_a_piece_whose_running_sum_accumulate_carries_keeps_the_chunk_width() ->
     rnumel=st.integers(9, 300000),
     vec=st.sampled_from([2, 4, 8, 16]),
     doublings=st.integers(0, 12),
+    lines=st.sampled_from([1, 8]),
 )
-@example(rnumel=50257, vec=8, doublings=10)  # chunks of 8192: the rest spans at most 1096 columns
-@example(rnumel=1100, vec=8, doublings=6)  # the golden test's: chunks of 512, a rest of 72 at most
-def test_the_rest_tile_covers_the_rest_at_every_misalignment(rnumel: int, vec: int, doublings: int) -> None:
+@example(rnumel=50257, vec=8, doublings=10, lines=1)  # chunks of 8192: the rest spans at most 1096 columns
+@example(rnumel=1100, vec=8, doublings=6, lines=1)  # the golden test's: chunks of 512, a rest of 72 at most
+@example(rnumel=1100, vec=8, doublings=6, lines=8)  # align_rows_lines.tile's: heads 0, 4, ..., 60; 72 at most
+@example(rnumel=1000, vec=8, doublings=6, lines=8)  # on 16 bytes, off a line: up to 480, the chunk of 512
+def test_the_rest_tile_covers_the_rest_at_every_misalignment(rnumel: int, vec: int, doublings: int, lines: int) -> None:
     """The rest's tile is a power of two, at least a vector, no narrower than what the rest spans
-    at any misalignment (its loop then takes one step), and never wider than a chunk."""
+    at any misalignment a row can have (its loop then takes one step), and never wider than a
+    chunk; the whole chunks starting on a vector or on a line of `lines` vectors."""
     from tilec.passes.align_rows import _rest_width
 
-    chunk = vec << doublings
+    line = vec * lines
+    chunk = max(vec << doublings, line)
     assume(rnumel > chunk)  # align-rows takes loops of more than one chunk only
-    width = _rest_width(rnumel, vec, chunk)
+    width = _rest_width(rnumel, vec, chunk, line)
     assert width >= vec and width & (width - 1) == 0
     spans = []
-    for head in range(vec):  # the shifted row is [head, rnumel + head); vectors start at 0, 8, ...
+    for row in range(line):  # row r is shifted to [head, rnumel + head), head = r * rnumel % line
+        head = row * rnumel % line
         end = rnumel + head
-        done = vec  # past the first vector, whole chunks while they fit inside the row
+        done = line  # past the first piece, whole chunks while they fit inside the row
         while done + chunk <= end:
             done += chunk
         spans.append(end // vec * vec - done)  # the rest: up to the last whole vector
@@ -256,8 +277,8 @@ def test_a_kernel_whose_row_loop_reads_nothing_keeps_chunk_wide_pieces() -> None
         run_pipeline(module, pipeline)
     assert not [r.message for r in remarks if r.pass_name in ("align-rows", "onehot-sums")]
     kernel = module.kernels[0]
-    # the first and last vectors 8 wide (the rest may span up to a chunk: 32768 wide)
-    assert {op.attr("end") for op in kernel.walk() if op.name == "tile.arange"} == {1, 8, 32768}
+    # the first piece a line wide (64), the last vector 8 (the rest may span up to a chunk: 32768 wide)
+    assert {op.attr("end") for op in kernel.walk() if op.name == "tile.arange"} == {1, 8, 64, 32768}
 
 
 # -- rows of symbolic length (`torch.compile(dynamic=True)`): one kernel for every length

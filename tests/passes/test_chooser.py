@@ -628,7 +628,7 @@ def test_with_plan_sets_options_on_the_plan_pass() -> None:
 
     text = with_plan("gluon-default", "xblock=1,num_warps=4")
     assert text.startswith(
-        "repeats,onehot-sums,plan{xblock=1,num_warps=4,row_block_bytes=131072},accumulate,align-rows,"
+        "repeats,onehot-sums,plan{xblock=1,num_warps=4,row_block_bytes=131072},accumulate,align-rows{line=128},"
     )
     assert with_plan("plan{xblock=2},cse", "xblock=1") == "plan{xblock=1},cse"
     with pytest.raises(PipelineError, match="no plan pass"):
@@ -643,7 +643,7 @@ def test_gluon_default_is_the_auto_cache_form_of_the_gluon_pipeline() -> None:
 
     assert gluon_form(cache="auto") == NAMED_PIPELINES["gluon-default"]
     assert gluon_form("xblock=1", persistent=True, stages=3, specialize=True) == (
-        "repeats,onehot-sums,plan{xblock=1},accumulate,align-rows,canonicalize,peel,canonicalize,welford-lanes,cse,"
+        "repeats,onehot-sums,plan{xblock=1},accumulate,align-rows{line=128},canonicalize,peel,canonicalize,welford-lanes,cse,"
         "split-rows,"
         "reuse{cache=smem},cse,softmax-lanes,reread,persistent,"
         "pipeline{stages=3},"

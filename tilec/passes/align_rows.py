@@ -21,6 +21,15 @@ leave them). Only kernels with XBLOCK = 1, one row length that is no multiple of
 chunk loops from 0 to N, and every access and reduction in them masked; the loads and stores
 rewritten are those at the row start plus the column. Chunk sums regroup (equal up to rounding).
 
+`line=128` starts the whole chunks on a 128-byte cache line instead of a 16-byte vector (the
+first piece then holds up to a line, 64 bf16 columns; the rest and the last partial vector stay
+on vectors): a warp's 512-byte access that starts off a line touches five lines, not four. On the
+H200 the cross-entropy backward at 8192x50257 took 451 us so against 470, softmax 32768x50257 in
+Gluon 80.4% of a copy against 76.3. Rows on 16-byte boundaries but off a line ran as slowly as
+misaligned ones (the backward at 50264 472 us, at 50304 423); `vector_rows=true` splits those too
+(434 us), else they stay whole, as the tables measured them (TMA copies them in Gluon: softmax at
+4096x50264 83.4% whole, 80.8 split; bench/results/2026-11-29-h200-line-rows).
+
 A row of symbolic length (the kernel's `rnumel` parameter: `torch.compile(dynamic=True)`, an
 attention softmax over a varying sequence) is split the same way, whatever the length turns out
 to be: Triton compiles the length unspecialized, so without the split every access of such a row
@@ -58,6 +67,8 @@ After:
 
 from __future__ import annotations
 
+import math
+
 from tilec.ir.builder import Builder
 from tilec.ir.clone import clone_op
 from tilec.ir.core import BlockArg, Kernel, Module, Operation, Value, defining_op, replace_uses
@@ -70,6 +81,7 @@ from tilec.passes.base import Pass, register
 from tilec.passes.rewrite import const_value, depends_on
 
 VECTOR_BYTES = 16
+LINE_BYTES = 128  # a cache line: what `line=128` starts the whole chunks on
 
 # a row's length: a constant, or the kernel's size parameter (a symbolic length)
 Length = int | Value
@@ -135,8 +147,13 @@ def _loops(kernel: Kernel) -> list[ForOp]:
     return [op for op in kernel.body.ops if isinstance(op, ForOp)]
 
 
-def vector_or_reason(kernel: Kernel) -> tuple[int, Length] | str:
-    """The vector width in elements the kernel's rows get and their length, or why it is left."""
+def vector_or_reason(
+    kernel: Kernel, line_bytes: int = VECTOR_BYTES, vector_rows: bool = False
+) -> tuple[int, int, Length] | str:
+    """The vector width in elements the kernel's rows get, the boundary in elements its whole
+    chunks start on (`line_bytes` of the narrowest element; the vector where the chunks are no
+    multiple of that) and the rows' length, or why it is left. `vector_rows`: rows whose length
+    is a multiple of the vector (starting on 16 bytes, off a line) are split too."""
     if kernel.constexprs.get("XBLOCK") != 1:
         return "more than one row per program: a program's rows start at different offsets"
     rnumel = row_length(kernel)
@@ -148,8 +165,11 @@ def vector_or_reason(kernel: Kernel) -> tuple[int, Length] | str:
         return "no load or store reads a row at its start plus the column"
     widths = [p.pointee.bits // 8 for p in (a.ptr.type for a in rows) if isinstance(p, PointerType)]
     vec = VECTOR_BYTES // max(1, min(widths))
-    if vec <= 1 or (isinstance(rnumel, int) and rnumel % vec == 0):
-        return f"rows of {rnumel} elements start on {VECTOR_BYTES}-byte boundaries"
+    line = max(vec, line_bytes // max(1, min(widths)))
+    if vec <= 1 or (isinstance(rnumel, int) and rnumel % line == 0):
+        return f"rows of {rnumel} elements start on {max(line_bytes, VECTOR_BYTES)}-byte boundaries"
+    if not vector_rows and isinstance(rnumel, int) and rnumel % vec == 0:
+        return f"rows of {rnumel} elements start on {VECTOR_BYTES}-byte boundaries (left whole: vector_rows=false)"
     masked = (LoadOp, StoreOp, ReductionOp)
     if any(isinstance(op, masked) and op.mask is None for loop in loops for op in loop.body.walk()):
         return "an access or a reduction in a row loop has no mask to leave the head out"
@@ -158,7 +178,11 @@ def vector_or_reason(kernel: Kernel) -> tuple[int, Length] | str:
     step = {const_value(loop.step) for loop in loops}
     if len(step) != 1 or not isinstance(s := step.pop(), int) or s % vec:
         return "the loops' chunks are not one multiple of the vector"
-    return vec, rnumel
+    if s % line:  # chunks of less than a line (or no multiple of it): they start on vectors
+        line = vec
+        if isinstance(rnumel, int) and rnumel % vec == 0:
+            return f"rows of {rnumel} elements start on {VECTOR_BYTES}-byte boundaries"
+    return vec, line, rnumel
 
 
 def _shift(loop: ForOp, head: Value) -> Value:
@@ -294,26 +318,35 @@ def narrow_loop(loop: ForOp, width: int, new: int) -> str | None:
     return None
 
 
-def _rest_width(rnumel: Length, vec: int, chunk: int) -> int:
-    """The columns the rest's whole vectors can span (after the first vector and the whole
-    chunks), over every misalignment, rounded up to a power of two (a chunk for a symbolic
-    length)."""
+def _rest_width(rnumel: Length, vec: int, chunk: int, line: int | None = None) -> int:
+    """The columns the rest's whole vectors can span (after the first piece, up to the first
+    `line` boundary, and the whole chunks), over every misalignment a row can have, rounded up to
+    a power of two (a chunk for a symbolic length)."""
     if not isinstance(rnumel, int):
         return chunk
+    line = line or vec
     most = 0
-    for head in range(vec):
+    for head in range(0, line, math.gcd(rnumel, line)):  # row r starts r * rnumel % line past a line
         span = rnumel + head
-        full = vec + (span - vec) // chunk * chunk
+        full = line + (span - line) // chunk * chunk
         most = max(most, span - span % vec - full)
     return max(vec, 1 << max(0, most - 1).bit_length())
 
 
 def align_loop(
-    kernel: Kernel, loop: ForOp, rows: list[LoadOp | StoreOp], rnumel: Length, vec: int, narrow: bool = False
+    kernel: Kernel,
+    loop: ForOp,
+    rows: list[LoadOp | StoreOp],
+    rnumel: Length,
+    vec: int,
+    narrow: bool = False,
+    line: int | None = None,
 ) -> list[str]:
     """Splits `loop` (whose accesses at the row start plus the column are `rows`) into its first
-    vector, the aligned chunks inside the row, the rest's whole vectors and its last partial
-    vector; returns why a piece kept the chunk's width."""
+    piece (up to the first column on a `line`-element boundary: the vector by default), the
+    aligned chunks inside the row, the rest's whole vectors and its last partial vector; returns
+    why a piece kept the chunk's width."""
+    line = line or vec
     pid = next(op for op in kernel.body.ops if isinstance(op, ProgramIdOp)).result
     iv = loop.induction_var
     it = iv.type
@@ -329,12 +362,13 @@ def align_loop(
     else:
         length = rnumel if rnumel.type == odt else b.op("tile.cast", rnumel, type=odt, name_hint="rnumel")
     rowstart = b.op("tile.mul", start, length, type=odt, name_hint="rowstart")
-    head = b.op("tile.rem", rowstart, b.constant(vec, odt, "vec"), type=odt, name_hint="head")
+    modulus = b.constant(line, odt, "vec" if line == vec else "line")
+    head = b.op("tile.rem", rowstart, modulus, type=odt, name_hint="head")
     if odt != it:
         head = b.op("tile.cast", head, type=it, name_hint="head")
     span = b.op("tile.add", loop.upper, head, type=it, name_hint="span")
     chunk = b.constant(step, it, "chunk")
-    first = b.constant(vec, it, "first")  # the first aligned column after the row's start, shifted
+    first = b.constant(line, it, "first")  # the first aligned column after the row's start, shifted
     inner_span = b.op("tile.sub", span, first, type=it, name_hint="inner")
     if not isinstance(rnumel, int):  # a symbolic row may end inside its first vector
         inner_span = b.op("tile.maximum", inner_span, b.constant(0, it, "c0"), type=it, name_hint="inner")
@@ -396,20 +430,21 @@ def align_loop(
     if not narrow:
         return []
     if not isinstance(rnumel, int):
-        _own_lanes(loop, middle, vectors, tail, step, vec)
-    # the first chunk and the last partial vector hold less than a vector of the row, the rest's
-    # vectors less than a chunk: each as a tile of its own width, not the chunk's
-    rest = _rest_width(rnumel, vec, step)
+        _own_lanes(loop, middle, vectors, tail, step, line, vec)
+    # the first chunk holds less than a line of the row, the last partial vector less than a
+    # vector, the rest's vectors less than a chunk: each as a tile of its own width, not the chunk's
+    rest = _rest_width(rnumel, vec, step, line)
     kept = []
-    for what, piece, width in (("first vector", loop, vec), ("rest", vectors, rest), ("last vector", tail, vec)):
+    first_piece = "first vector" if line == vec else "first line"
+    for what, piece, width in ((first_piece, loop, line), ("rest", vectors, rest), ("last vector", tail, vec)):
         if width < step and (why := narrow_loop(piece, step, width)) is not None:
             kept.append(f"the {what} of a row loop keeps the chunk's width: {why}")
     return kept
 
 
-def _own_lanes(head: ForOp, middle: ForOp, vectors: ForOp, tail: ForOp, step: int, vec: int) -> None:
-    """The first and last vectors' pieces of a loop whose running sum, maximum or minimum
-    `accumulate` carries as a whole chunk each carry lanes of their own, a vector wide, from the
+def _own_lanes(head: ForOp, middle: ForOp, vectors: ForOp, tail: ForOp, step: int, line: int, vec: int) -> None:
+    """The first and last pieces of a loop whose running sum, maximum or minimum `accumulate`
+    carries as a whole chunk each carry lanes of their own, as wide as the piece (`line`, `vec`), from the
     reduction's identity, reduced after the loops and folded into the chunk's total: so they can
     be narrowed. (A row of symbolic length may be shorter than a chunk; its first and last vectors
     as whole chunks took two of every three trips of its loops at rows of 256.) A carried tile
@@ -432,9 +467,9 @@ def _own_lanes(head: ForOp, middle: ForOp, vectors: ForOp, tail: ForOp, step: in
         start = defining_op(init)
         if start is None or start.name != "tile.full" or start.attr("value") != identity:
             continue
-        narrow = t.with_(shape=(*t.shape[:-1], vec))
         b = Builder.before(head)
-        for piece in (head, tail):
+        for piece, width in ((head, line), (tail, vec)):
+            narrow = t.with_(shape=(*t.shape[:-1], width))
             piece.inits = [
                 b.op("tile.full", type=narrow, value=identity, name_hint=f"{init.name_hint}_vec") if k == i else v
                 for k, v in enumerate(piece.inits)
@@ -470,17 +505,31 @@ class AlignRows(Pass):
     """Row loops of misaligned rows read aligned chunks: 16-byte vectors inside the row."""
 
     name = "align-rows"
-    # the first vector, the rest and the last partial vector as tiles of their own width (the
+    # the first piece, the rest and the last partial vector as tiles of their own width (the
     # Triton pipeline's), not the chunk's
     narrow: bool = False
+    # the boundary in bytes the whole chunks start on: the 16-byte vector, or a 128-byte cache
+    # line (a row of 16-byte vectors that starts off a line is read a line more a warp access,
+    # and also split: rows of 50264 bf16 elements). The first piece then spans up to a line
+    line: int = VECTOR_BYTES
+    # with line=128, whether rows that start on 16-byte boundaries (off a line: 50264 bf16
+    # elements) are split too; by default they stay whole, as the pipelines' other passes and
+    # the tables measured them (TMA copies them; `reread` turns their second read around)
+    vector_rows: bool = False
+
+    def __post_init__(self) -> None:
+        if self.line not in (VECTOR_BYTES, LINE_BYTES):
+            raise ValueError(
+                f"line must be {VECTOR_BYTES} (the vector) or {LINE_BYTES} (a cache line), got {self.line}"
+            )
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
-            found = vector_or_reason(kernel)
+            found = vector_or_reason(kernel, self.line, self.vector_rows)
             if isinstance(found, str):
                 self.remark(kernel, found)
                 continue
-            vec, rnumel = found
+            vec, line, rnumel = found
             loops = [(loop, _row_accesses(loop, rnumel)) for loop in _loops(kernel)]
             narrow = self.narrow
             if narrow and any(not rows for _, rows in loops):
@@ -488,5 +537,5 @@ class AlignRows(Pass):
                 self.remark(kernel, READLESS)
             for loop, rows in loops:
                 if rows:
-                    for why in align_loop(kernel, loop, rows, rnumel, vec, narrow):
+                    for why in align_loop(kernel, loop, rows, rnumel, vec, narrow, line):
                         self.remark(kernel, why)

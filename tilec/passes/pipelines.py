@@ -26,8 +26,12 @@ GLUON_DEFAULT = [
     # bench/results/2026-11-27-h200-chain-sums)
     "accumulate",
     # a row that starts off a 16-byte boundary (a vocabulary of 50257), one row per program: the
-    # chunks start on one, the head and the rest masked, the chunks between them 16-byte vectors
-    "align-rows",
+    # chunks start on a 128-byte line, the head and the rest masked, the chunks between them
+    # 16-byte vectors. On a line, not only a vector: softmax 32768x50257 on the H200 in chunks of
+    # 8192 over 8 warps 80.4% of a copy against 76.3 (bench/results/2026-11-29-h200-line-rows).
+    # Rows that start on 16 bytes stay whole: TMA reads them (softmax 4096x50264: 83.4% whole,
+    # 80.8 split)
+    "align-rows{line=128}",
     "canonicalize",  # loops of one chunk inline, masks the plan made trivial fold
     "peel",  # a partial last chunk: a full-chunk main loop and a masked tail
     "canonicalize",  # the main loop's masks fold; the tail inlines
@@ -92,12 +96,15 @@ TRITON_DEFAULT = [
     # (bench/results/2026-11-25-long-rows)
     "plan{max_rblock=16384,chunk=8192}",
     "accumulate",  # as in the Gluon pipeline: sums across warps reduced once per loop (long rows)
-    # as in the Gluon pipeline, misaligned rows read in aligned chunks; the first vector, the rest
+    # as in the Gluon pipeline, misaligned rows read in aligned chunks; the first piece, the rest
     # and the last partial vector as tiles of their own width, not whole chunks: softmax over rows
     # of 50257 on the H100 from 68.0 to 74.9% of a copy at the heuristic plan, LayerNorm 39.9 to
     # 60.2 (bench/results/2026-11-26-h100-narrow-ends). Running sums that `accumulate` carries
-    # across the pieces as whole chunks keep the chunk's width
-    "align-rows{narrow=true}",
+    # across the pieces as whole chunks keep the chunk's width. The whole chunks start on a
+    # 128-byte line: the cross-entropy backward at 8192x50257 on the H200 451 us against 470
+    # (rows on lines, 50304: 423; bench/results/2026-11-29-h200-line-rows). Rows on 16 bytes stay
+    # whole, as the rules measured them (`reread` turns their second read around)
+    "align-rows{narrow=true,line=128}",
     "canonicalize",  # loops of one chunk inline, masks the plan made trivial fold
     "peel",  # a partial last chunk: a full-chunk main loop and a masked tail
     "canonicalize",  # the main loop's masks fold; the tail inlines
@@ -146,7 +153,7 @@ def gluon_form(
         "repeats",
         "onehot-sums",
         f"plan{{{plan}}}",
-        "accumulate,align-rows,canonicalize,peel,canonicalize,welford-lanes,cse,split-rows",
+        "accumulate,align-rows{line=128},canonicalize,peel,canonicalize,welford-lanes,cse,split-rows",
         f"reuse{{cache={cache}}}",
         "cse",
         "softmax-lanes",

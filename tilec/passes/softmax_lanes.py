@@ -216,8 +216,9 @@ def carried_statistics(loop: ForOp, counts: dict[int, int]) -> tuple[SoftmaxRedu
 
 
 # The most columns a loop may span and still read its chunk from global memory again for the
-# sums: align-rows' last partial vector (less than a vector, its bounds' ranges a few more)
-MAX_REREAD_COLUMNS = 32
+# sums: align-rows' last partial vector (less than a vector; its bounds' ranges move with the
+# row's head, up to a vector or, with `align-rows{line=128}`, a cache line: 128 one-byte elements)
+MAX_REREAD_COLUMNS = 160
 
 
 def _tiny(loop: ForOp, ranges: RangeAnalysis) -> bool:
