@@ -444,10 +444,10 @@ def align_loop(
 
 def _own_lanes(head: ForOp, middle: ForOp, vectors: ForOp, tail: ForOp, step: int, line: int, vec: int) -> None:
     """The first and last pieces of a loop whose running sum, maximum or minimum `accumulate`
-    carries as a whole chunk each carry lanes of their own, as wide as the piece (`line`, `vec`), from the
-    reduction's identity, reduced after the loops and folded into the chunk's total: so they can
-    be narrowed. (A row of symbolic length may be shorter than a chunk; its first and last vectors
-    as whole chunks took two of every three trips of its loops at rows of 256.) A carried tile
+    carries as a whole chunk each carry lanes of their own, as wide as the piece (`line`, `vec`),
+    from the reduction's identity, reduced after the loops and folded into the chunk's total: so
+    they can be narrowed. (A row of symbolic length may be shorter than a chunk; its first and
+    last pieces as whole chunks took two of every three trips of its loops at rows of 256.) A carried tile
     whose one use after the loops is not such a reduction, or whose start is not the identity,
     stays a chunk wide in every piece."""
     from tilec.passes.accumulate import COMBINES
@@ -509,8 +509,8 @@ class AlignRows(Pass):
     # Triton pipeline's), not the chunk's
     narrow: bool = False
     # the boundary in bytes the whole chunks start on: the 16-byte vector, or a 128-byte cache
-    # line (a row of 16-byte vectors that starts off a line is read a line more a warp access,
-    # and also split: rows of 50264 bf16 elements). The first piece then spans up to a line
+    # line (a warp's access of 16-byte vectors that starts off a line touches a line more); the
+    # first piece then spans up to a line
     line: int = VECTOR_BYTES
     # with line=128, whether rows that start on 16-byte boundaries (off a line: 50264 bf16
     # elements) are split too; by default they stay whole, as the pipelines' other passes and

@@ -34,6 +34,7 @@ from tilec.ir.core import Block, Kernel, Module, Operation, Value, defining_op, 
 from tilec.ir.dtypes import i32
 from tilec.ir.expr import CallExpr, Sym, evaluate
 from tilec.ir.ops import (
+    AsyncCopyArriveOp,
     ForOp,
     MBarrierAllocOp,
     MBarrierInitOp,
@@ -45,6 +46,7 @@ from tilec.ir.ops import (
     WarpSpecializeOp,
 )
 from tilec.passes.base import Pass, register
+from tilec.passes.ranges import RangeAnalysis, trip_count_of
 from tilec.passes.rewrite import const_value
 
 
@@ -81,6 +83,24 @@ def persistent_loop(kernel: Kernel) -> ForOp | None:
     return None
 
 
+def _copies_vary(kernel: Kernel) -> bool:
+    """Whether a loop of cp.async copies that arrive on a cache's barriers (`reuse`'s, one barrier
+    a chunk) may run a different number of times for different row blocks (by its bounds'
+    ranges): a misaligned row's chunks, which start at the row's offset past a boundary
+    (`align-rows`). Its barriers would then complete in some row blocks and not in others, where
+    the loop over row blocks waits on each with the parity of the row block's count."""
+    ranges = RangeAnalysis(kernel)
+    for loop in kernel.walk():
+        if not isinstance(loop, ForOp) or not any(isinstance(o, AsyncCopyArriveOp) for o in loop.body.walk()):
+            continue
+        lo, hi, step = ranges(loop.lower), ranges(loop.upper), const_value(loop.step)
+        if lo is None or hi is None or not isinstance(step, int) or step <= 0:
+            return True
+        if trip_count_of(lo[1], hi[0], step) != trip_count_of(lo[0], hi[1], step):
+            return True
+    return False
+
+
 def make_persistent(kernel: Kernel) -> str | None:
     """Makes `kernel` persistent; returns why not when it does not."""
     if kernel.launch.persistent:
@@ -98,6 +118,11 @@ def make_persistent(kernel: Kernel) -> str | None:
         return "one row block: nothing to loop over"
     if len(pids) != 1 or pids[0].parent is not kernel.body or pids[0].attr("axis") != 0:
         return "the program id is not read once, at the top of the kernel, on axis 0"
+    if _copies_vary(kernel):
+        return (
+            "a cp.async cache's chunks a row vary with the row (a misaligned row's): its barriers "
+            "would not complete once per row block"
+        )
     pid_op = pids[0]
     body = kernel.body
     ops = list(body.ops)
