@@ -3,7 +3,7 @@ bench/lse_probe.py: the cross-entropy forward's log-sum-exp kernel at rows of 50
 it with a plan of `groups=8` (chunks of 4096 over 8 warps), and edited forms of that source, each
 taking one difference away:
 
-- `emitted`: as tilec emits it (align-rows' four pieces: the first vector, the whole chunks'
+- `emitted`: as tilec emitted it before `align-rows{line=128}` (`line=16`; the pieces: the first vector, the whole chunks'
   loop, the rest's loop in chunks of 2048 with groups of its own, the last partial vector; the
   groups of each loop combined after it);
 - `nonan`: maxima that do not propagate NaN (`tl.maximum` without `propagate_nan`);
