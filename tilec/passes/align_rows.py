@@ -166,8 +166,11 @@ def vector_or_reason(
     widths = [p.pointee.bits // 8 for p in (a.ptr.type for a in rows) if isinstance(p, PointerType)]
     vec = VECTOR_BYTES // max(1, min(widths))
     line = max(vec, line_bytes // max(1, min(widths)))
+    steps = {const_value(loop.step) for loop in loops}
+    if any(not isinstance(s, int) or s % line for s in steps):  # chunks of no whole lines start on vectors
+        line = vec
     if vec <= 1 or (isinstance(rnumel, int) and rnumel % line == 0):
-        return f"rows of {rnumel} elements start on {max(line_bytes, VECTOR_BYTES)}-byte boundaries"
+        return f"rows of {rnumel} elements start on {line * min(widths)}-byte boundaries"
     if not vector_rows and isinstance(rnumel, int) and rnumel % vec == 0:
         return f"rows of {rnumel} elements start on {VECTOR_BYTES}-byte boundaries (left whole: vector_rows=false)"
     masked = (LoadOp, StoreOp, ReductionOp)
@@ -175,13 +178,8 @@ def vector_or_reason(
         return "an access or a reduction in a row loop has no mask to leave the head out"
     if not any(isinstance(op, ProgramIdOp) for op in kernel.body.ops):
         return "no program id at the top level"
-    step = {const_value(loop.step) for loop in loops}
-    if len(step) != 1 or not isinstance(s := step.pop(), int) or s % vec:
+    if len(steps) != 1 or not isinstance(s := steps.pop(), int) or s % vec:
         return "the loops' chunks are not one multiple of the vector"
-    if s % line:  # chunks of less than a line (or no multiple of it): they start on vectors
-        line = vec
-        if isinstance(rnumel, int) and rnumel % vec == 0:
-            return f"rows of {rnumel} elements start on {VECTOR_BYTES}-byte boundaries"
     return vec, line, rnumel
 
 

@@ -46,7 +46,7 @@ from tilec.ir.ops import (
     WarpSpecializeOp,
 )
 from tilec.passes.base import Pass, register
-from tilec.passes.ranges import RangeAnalysis, trip_count_of
+from tilec.passes.ranges import RangeAnalysis, trip_count_range
 from tilec.passes.rewrite import const_value
 
 
@@ -91,13 +91,10 @@ def _copies_vary(kernel: Kernel) -> bool:
     the loop over row blocks waits on each with the parity of the row block's count."""
     ranges = RangeAnalysis(kernel)
     for loop in kernel.walk():
-        if not isinstance(loop, ForOp) or not any(isinstance(o, AsyncCopyArriveOp) for o in loop.body.walk()):
-            continue
-        lo, hi, step = ranges(loop.lower), ranges(loop.upper), const_value(loop.step)
-        if lo is None or hi is None or not isinstance(step, int) or step <= 0:
-            return True
-        if trip_count_of(lo[1], hi[0], step) != trip_count_of(lo[0], hi[1], step):
-            return True
+        if isinstance(loop, ForOp) and any(isinstance(o, AsyncCopyArriveOp) for o in loop.body.walk()):
+            trips = trip_count_range(loop, ranges)
+            if trips is None or trips[0] != trips[1]:
+                return True
     return False
 
 

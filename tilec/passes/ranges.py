@@ -165,12 +165,19 @@ def _binary(name: str, a: Range, b: Range) -> Range | None:
     return None
 
 
-def max_trip_count(loop: ForOp, ranges: RangeAnalysis) -> int | None:
-    """The most times the loop can run, from the ranges of its bounds (a constant step)."""
+def trip_count_range(loop: ForOp, ranges: RangeAnalysis) -> Range | None:
+    """The fewest and the most times the loop can run, from the ranges of its bounds (a constant
+    step)."""
     lo, hi, step = ranges(loop.lower), ranges(loop.upper), const_value(loop.step)
     if lo is None or hi is None or not isinstance(step, int) or step <= 0:
         return None
-    return trip_count_of(lo[0], hi[1], step)
+    return trip_count_of(lo[1], hi[0], step), trip_count_of(lo[0], hi[1], step)
+
+
+def max_trip_count(loop: ForOp, ranges: RangeAnalysis) -> int | None:
+    """The most times the loop can run, from the ranges of its bounds (a constant step)."""
+    trips = trip_count_range(loop, ranges)
+    return None if trips is None else trips[1]
 
 
 def trip_count(loop: ForOp) -> int | None:
