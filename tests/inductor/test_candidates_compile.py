@@ -65,7 +65,7 @@ def test_every_triton_candidate_for_a_row_of_50257_compiles_in_seconds(name: str
             # 1024 threads, its Welford sums reduced across them) tips the kernel of chunks of
             # 32768 over 32 warps, at the 64 registers such a CTA allows, into spilling 6 words
             # (none with a first piece of a vector); the autotuner times it as it is
-            tolerated = 8 if (name, c) == ("layernorm", "triton{xblock=1,chunk=32768,num_warps=32}") else 0
+            tolerated = 6 if (name, c) == ("layernorm", "triton{xblock=1,chunk=32768,num_warps=32}") else 0
             if not (report.ok and report.spills <= tolerated):
                 failed.append(f"{k.kernel.name} {c}: {report.summary()}")
     assert not failed, failed
