@@ -237,12 +237,17 @@ class Variadic(OperandDef):
 OPS: dict[str, type[Operation]] = {}
 
 
+# (op class, operand count, variadic length) -> where each declared operand sits (operand_segments)
+_SEGMENTS: dict[tuple[type, int, int | None], dict[str, slice]] = {}
+
+
 class Operation:
     """Base of every op. Subclasses set `name` and declare what they take."""
 
     name: ClassVar[str] = ""
     # The declared operands in order, collected from the class and its bases (see OperandDef).
     operand_defs: ClassVar[tuple[OperandDef, ...]] = ()
+    has_variadic: ClassVar[bool] = False  # whether one of operand_defs is variadic
     attrs: ClassVar[dict[str, Attr]] = {}
     num_results: ClassVar[int | None] = 0  # None: variadic
     num_regions: ClassVar[int] = 0
@@ -260,6 +265,7 @@ class Operation:
                     defs.pop(key, None)
                     defs[key] = value
         cls.operand_defs = tuple(defs.values())
+        cls.has_variadic = any(d.kind == "variadic" for d in cls.operand_defs)
         if sum(d.kind == "variadic" for d in cls.operand_defs) > 1:
             raise AssertionError(f"{cls.__name__} declares more than one variadic operand")
         if cls.name:
@@ -295,7 +301,7 @@ class Operation:
         """The fewest and most operands the declaration allows (None: no upper bound)."""
         defs = self.operand_defs
         lo = sum(d.kind == "one" for d in defs)
-        if any(d.kind == "variadic" for d in defs):
+        if self.has_variadic:
             n = self.variadic_length()
             if n is None:
                 return lo, None
@@ -303,13 +309,20 @@ class Operation:
         return lo, lo + sum(d.kind == "optional" for d in defs)
 
     def operand_segments(self) -> dict[str, slice]:
-        """Where each declared operand sits in `operands` (an absent optional: an empty slice)."""
+        """Where each declared operand sits in `operands` (an absent optional: an empty slice).
+        The same for every op of a class with as many operands (and variadic length): computed
+        once each, shared (not to be changed)."""
+        var_len = self.variadic_length() if self.has_variadic else 0
+        key = (type(self), len(self.operands), var_len)
+        found = _SEGMENTS.get(key)
+        if found is None:
+            found = _SEGMENTS[key] = self._segments(len(self.operands), var_len)
+        return found
+
+    def _segments(self, n: int, var_len: int | None) -> dict[str, slice]:
         defs = self.operand_defs
-        n = len(self.operands)
         singles = sum(d.kind == "one" for d in defs)
         optionals = sum(d.kind == "optional" for d in defs)
-        has_variadic = any(d.kind == "variadic" for d in defs)
-        var_len = self.variadic_length() if has_variadic else 0
         if var_len is None:
             var_len = max(0, n - singles) if not optionals else 0
         present = max(0, min(optionals, n - singles - var_len))
@@ -440,7 +453,9 @@ class Block:
 
     def walk(self) -> Iterator[Operation]:
         for op in list(self.ops):
-            yield from op.walk()
+            yield op  # (an op without regions yields itself alone: no generator of its own)
+            for r in op.regions:
+                yield from r.walk()
 
     @property
     def terminator(self) -> Operation | None:
@@ -534,12 +549,14 @@ class Module:
 def replace_uses(root: Block, old: Value, new: Value, keep: Sequence[Operation | None] = ()) -> None:
     """Replace every use of `old` under `root` by `new`, but in the ops of `keep` (those that
     compute `new` from `old`)."""
+    kept = {id(k) for k in keep if k is not None}
     for op in root.walk():
-        if any(op is k for k in keep):
+        if id(op) in kept:
             continue
-        for i, v in enumerate(op.operands):
+        operands = op.operands
+        for i, v in enumerate(operands):
             if v is old:
-                op.operands[i] = new
+                operands[i] = new
 
 
 def use_counts(root: Block) -> dict[int, int]:

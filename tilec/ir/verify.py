@@ -17,6 +17,7 @@ Runs after parsing and between passes. Rules:
 
 from __future__ import annotations
 
+import functools
 import keyword
 import re
 from typing import Any
@@ -60,6 +61,12 @@ def verify(target: Module | Kernel, smem_budget: int = DEFAULT.smem_per_block) -
 
 def _ident_ok(name: str) -> bool:
     return bool(_IDENT.match(name)) and not keyword.iskeyword(name) and name not in RESERVED
+
+
+@functools.lru_cache(maxsize=4096)
+def _shape_symbols(shape: tuple[IntExpr, ...]) -> frozenset[str]:
+    """The names a type's shape uses (the same shapes recur in every op of a kernel: once each)."""
+    return frozenset().union(*(free_symbols(d) for d in shape))
 
 
 class _KernelVerifier:
@@ -167,7 +174,8 @@ class _KernelVerifier:
     def check_type(self, t: Type, op: Operation, warps: int | None) -> None:
         shape = getattr(t, "shape", None) or getattr(t, "block_shape", None)
         if shape:
-            unknown = set().union(*(free_symbols(d) for d in shape)) - set(self.k.constexprs)
+            named = _shape_symbols(tuple(shape))
+            unknown = named - set(self.k.constexprs) if named else named
             if unknown:
                 raise self.fail(f"type {format_type(t)} uses undeclared constexprs {sorted(unknown)}", op)
         if isinstance(t, TileType):

@@ -146,6 +146,10 @@ def _convert(pass_name: str, key: str, text: str, annotation: Any) -> Any:
     raise bad(f"of type {annotation}")
 
 
+# a pass class's option types (its annotations resolved: once a class, not once a pipeline)
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def make_pass(name: str, options: dict[str, str]) -> Pass:
     cls = PASSES.get(name)
     if cls is None:
@@ -158,7 +162,9 @@ def make_pass(name: str, options: dict[str, str]) -> Pass:
             except ValueError:
                 raise PipelineError(f"pass '{name}': option '{key}' must be an integer, got '{text}'") from None
         return cls(values=values)  # type: ignore[call-arg]
-    hints = typing.get_type_hints(cls)
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     kwargs: dict[str, Any] = {}
     for key, text in options.items():
