@@ -2,7 +2,7 @@
 traced with every size symbolic (`torch.compile(dynamic=True)`; an attention softmax over a
 varying sequence), each of tilec's plans timed at several sizes against stock torch.compile.
 
-    python bench/symbolic_survey.py [--ops softmax,...] [--shapes 1000x3000,...] [--out DIR]
+    python bench/symbolic_survey.py [--ops softmax,...] [--shapes 1000x3000,...] [--out DIR] [--lines]
 
 A kernel over rows of symbolic length is compiled once and runs at every length, so one plan must
 serve all of them: each op's kernel is captured once with every size symbolic (tilec's `capture`,
@@ -54,18 +54,20 @@ SHAPES = [
 ]
 
 
-def plans() -> dict[str, str]:
+def plans(lines: bool = False) -> dict[str, str]:
     """Candidate -> plan options ("" for the Triton pipeline's heuristic plan): one row a program
     (a row's misalignment differs from row to row: `align-rows`), chunks of 256-4096 over 1-16
-    warps, 4 to 16 elements of a chunk a thread. (The Gluon pipeline's heuristic plan ran at 2-46%
-    of a copy in a first survey, bench/results/2026-11-28-h200-symbolic-survey/first.jsonl.)"""
+    warps, 4 to 16 elements of a chunk a thread; with `lines`, each also with a row's whole chunks
+    starting on 16-byte vectors (`line=16`) rather than align-rows' 128-byte lines. (The Gluon
+    pipeline's heuristic plan ran at 2-46% of a copy in a first survey,
+    bench/results/2026-11-28-h200-symbolic-survey/first.jsonl.)"""
     found = {"triton": ""}
     for r in (256, 512, 1024, 2048, 4096):
         for w in (1, 2, 4, 8, 16):
             if 4 <= r // (32 * w) <= 16:
-                found[f"triton{{xblock=1,rblock={r},num_warps={w},lanes_reread=true}}"] = (
-                    f"xblock=1,rblock={r},num_warps={w},lanes_reread=true"
-                )
+                for line in ("", ",line=16") if lines else ("",):
+                    plan = f"xblock=1,rblock={r},num_warps={w},lanes_reread=true{line}"
+                    found[f"triton{{{plan}}}"] = plan
     return found
 
 
@@ -94,7 +96,7 @@ def sized_arguments(lowered: Any, inputs: list[Any], m: int, n: int) -> tuple[li
     return args + [sizes[s] for s in lowered.sizes], outs
 
 
-def run(ops: list[str], shapes: list[tuple[int, int]], out: Path, jobs: int) -> None:
+def run(ops: list[str], shapes: list[tuple[int, int]], out: Path, jobs: int, lines: bool = False) -> None:
     import torch
 
     import tilec
@@ -129,7 +131,7 @@ def run(ops: list[str], shapes: list[tuple[int, int]], out: Path, jobs: int) -> 
             sig = signature(lowered.kernel)
             text = print_kernel(lowered.kernel)
             built: dict[str, Any] = {}
-            for name, plan in plans().items():
+            for name, plan in plans(lines).items():
                 emitter = name.partition("{")[0]  # (every plan surveyed now is Triton's)
                 try:
                     module = parse(text)
@@ -194,8 +196,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shapes", type=parse_shapes, help="MxN,... (default: SHAPES)")
     p.add_argument("--out", default="bench-out")
     p.add_argument("--jobs", type=int, default=12, help="plans compiled at once")
+    p.add_argument(
+        "--lines",
+        action="store_true",
+        help="each plan also with a row's whole chunks on 16-byte vectors (line=16), not 128-byte lines",
+    )
     args = p.parse_args(argv)
-    run(args.ops.split(","), args.shapes or SHAPES, Path(args.out), args.jobs)
+    run(args.ops.split(","), args.shapes or SHAPES, Path(args.out), args.jobs, args.lines)
     return 0
 
 

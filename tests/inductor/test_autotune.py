@@ -257,7 +257,7 @@ def test_the_long_row_variants_compute_what_eager_does(name: str, option: str) -
 
 def test_a_mix_order_reduction_times_both_bands_and_stock() -> None:
     """A mix-order reduction's candidates: the banded kernel at its planned band (one program per
-    SM) and at two programs per SM, its Gluon ring form where Gluon can run it (Hopper, static
+    SM) and at two programs per SM (rows of up to 2048: also four rows a block, over 4 warps), its Gluon ring form where Gluon can run it (Hopper, static
     sizes), and stock's kernel."""
     from tilec.ir.target import H100, H200
 
@@ -267,6 +267,10 @@ def test_a_mix_order_reduction_times_both_bands_and_stock() -> None:
     assert autotune.mix_order_candidates(True, H100, gluon=True) == ["triton", "triton{bands=264}", "gluon", STOCK]
     for c in autotune.mix_order_candidates(True)[:2]:
         assert autotune.split(c)[0] == "triton"
+    # rows of up to 2048 elements: also four rows a block and a row over 4 warps
+    short = ["triton", "triton{bands=264}", "triton{xblock=4}", "triton{num_warps=4}", STOCK]
+    assert autotune.mix_order_candidates(True, H200, row=2048) == short
+    assert autotune.mix_order_candidates(True, H200, row=4096) == ["triton", "triton{bands=264}", STOCK]
 
 
 def test_a_banded_kernel_keeps_the_bytes_in_flight_its_gpu_needs() -> None:

@@ -1089,8 +1089,10 @@ def test_rows_of_symbolic_length_on_the_h200_take_plans_for_their_shorter_rows()
     """Softmax and LayerNorm over rows of symbolic length (`torch.compile(dynamic=True)`): on the
     H200 no one plan beat stock at every length surveyed (bench/results/2026-11-28-h200-symbolic-
     survey), so the rule gives the shorter rows plans of their own, each below the length from
-    which the next won; RMSNorm's rows of 256 stay stock's, so its rule keeps stock. The H100, with
-    no such survey, keeps stock for lack of a measurement."""
+    which the next won; RMSNorm's rows of 256 stay stock's, so its rule keeps stock. Softmax's
+    plans, surveyed again with a split row's whole chunks on vectors (-2026-11-29-h200-symbolic-
+    lines), each say so (`line=16`: faster than align-rows' lines at every plan and length there);
+    LayerNorm's keep the lines. The H100, with no such survey, keeps stock for lack of a measurement."""
     from tilec.frontend.capture import capture
     from tilec.ir.target import H200
 
@@ -1107,10 +1109,12 @@ def test_rows_of_symbolic_length_on_the_h200_take_plans_for_their_shorter_rows()
     lengths = [below for _, below in choice.shorter]
     assert len(plans) == 4 and len(set(plans)) == 4, choice  # (bench/rules.py: at most four)
     assert lengths == sorted(lengths) and lengths[0] > 256, choice
-    assert "2026-11-28-h200-symbolic-survey" in choice.reason
+    assert "2026-11-29-h200-symbolic-lines" in choice.reason
+    assert all(plan.endswith(",line=16") for plan in plans), choice
     layernorm = kernel(lambda x, w, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b), x, w, w)
     ln = choose(layernorm, hopper=True, gpu=H200.name)
     assert isinstance(ln, Choice) and ln.shorter, ln
+    assert "2026-11-28-h200-symbolic-survey" in ln.reason and "line=" not in (ln.plan or ""), ln
     rmsnorm = kernel(lambda x, w: x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(x.dtype) * w, x, w)
     rms = choose(rmsnorm, hopper=True, gpu=H200.name)
     assert isinstance(rms, Decline) and rms.reason.startswith(

@@ -17,14 +17,24 @@ A loop's running maximum or minimum (softmax's first loop over a row of symbolic
 Inductor does not use its online form) is carried the same way, each lane's `maximum` of the
 chunks (masked elements -inf), one `max` reduction after the loop: the same value, bit for bit.
 
+A banded kernel's column sums (a norm's weight gradients: its loop over a program's rows adds
+each row block's sum over its rows, expanded back to a row, to a carried row of sums) are carried
+the same way: the row block's tile, each element's sum over the rows its thread loads, one
+reduction over the block's rows after the band. Where the plan stacks warps over the block's rows
+(two rows a block over 8 warps: two warps down, four across), every row block's column sums went
+through shared memory and a barrier; LayerNorm's backward has two of them. The band loop must add
+to the row directly: the one-chunk loop the frontend wraps a row in inlined (`canonicalize`)
+first.
+
 Only sums, maxima and minima of float tiles, in loops where the carried value's one use is that
 combine (chains: sums alone; every link's sum and partial total used once, every chunk a tile of
 one type). Which loops
 (`where`): "warps" (the default), those whose chunk sum crosses warps: a column reduction's, and
 a row's when the plan spreads one row over several warps (one row a program over 16 or 32 warps:
 the Triton plan for rows of 32K and more, where the per-chunk barrier cost RMSNorm a third of its
-bandwidth on the H100, 98% of a copy with the tile carried, 76% without, 8192x65536); "columns",
-only kernels that read columns; "all", every loop.
+bandwidth on the H100, 98% of a copy with the tile carried, 76% without, 8192x65536), and a band
+loop's column sums where they cross warps; "columns", only kernels that read columns; "bands", a
+banded kernel's band loop alone; "all", every loop.
 
 Before:
     %s = tile.for %r = ... iter_args(%acc = %zero) -> (tile<[16], f32, #slice<...>>) {
@@ -40,6 +50,23 @@ After:
       tile.yield %next
     }
     %s = tile.reduce %s_2d {kind = "sum", axis = 1} : tile<[16], f32, #slice<...>>
+
+A band loop's column sum, before:
+    %c = tile.for %xoffset = ... iter_args(%acc = %zero) -> (tile<[1, 2048], f32, #blocked>) {
+      %part = tile.reduce %v, %mask {kind = "sum", axis = 0} : tile<[2048], f32, #slice<dim = 0, ...>>
+      %row = tile.expand_dims %part {axis = 0} : tile<[1, 2048], f32, #blocked>
+      %next = tile.add %acc, %row
+      tile.yield %next
+    }
+After:
+    %zero_2d = tile.full {value = 0.0} : tile<[2, 2048], f32, #blocked>
+    %c_2d = tile.for %xoffset = ... iter_args(%acc = %zero_2d) -> (tile<[2, 2048], f32, #blocked>) {
+      %kept = tile.where %mask, %v, %c0 : tile<[2, 2048], f32, #blocked>
+      %next = tile.add %acc, %kept
+      tile.yield %next
+    }
+    %total = tile.reduce %c_2d {kind = "sum", axis = 0} : tile<[2048], f32, #slice<dim = 0, ...>>
+    %c = tile.expand_dims %total {axis = 0} : tile<[1, 2048], f32, #blocked>
 
 A chain, before:
     %p0 = tile.reduce %v0, %m0 {kind = "sum", axis = 1}
@@ -62,10 +89,10 @@ from typing import Literal
 from tilec.ir.builder import Builder
 from tilec.ir.core import Kernel, Module, Operation, Value, defining_op, replace_uses, use_counts
 from tilec.ir.layouts import BlockedLayout
-from tilec.ir.ops import ElementwiseOp, ForOp, ReduceOp, ReductionOp, yielded_values
+from tilec.ir.ops import ElementwiseOp, ExpandDimsOp, ForOp, ReduceOp, ReductionOp, yielded_values
 from tilec.ir.types import TileType
 from tilec.passes.base import Pass, register
-from tilec.passes.plan import reads_columns
+from tilec.passes.plan import band_loop, reads_columns
 from tilec.passes.rewrite import const_value
 
 
@@ -124,9 +151,86 @@ def accumulate(kernel: Kernel, loop: ForOp, i: int, red: ReduceOp) -> None:
     assert isinstance(src, TileType)
     kind = red.attr("kind")
     name, identity, _ = COMBINES[kind]
+    init, result = _carry_tile(loop, i, red, identity)
+    red.erase()
+    after = Builder.after(loop)
+    total = after.op("tile.reduce", result, type=red.result.type, kind=kind, axis=src.rank - 1, name_hint="total")
+    made = [defining_op(total)]
+    if const_value(init) != identity:
+        total = after.op(name, init, total, type=red.result.type, name_hint="total")
+        made.append(defining_op(total))
+    replace_uses(kernel.body, result, total, keep=made)
+
+
+def running_column_sum(loop: ForOp, i: int, counts: dict[int, int]) -> tuple[ReduceOp, ExpandDimsOp] | str:
+    """The column sum that carried value `i` of a band loop adds up — a [1, N] row to which each
+    row block's sum over its rows (axis 0), expanded back to a row, is added, in the carried
+    dtype, each value on the way used once — as the sum and its expand_dims; or why it is not one."""
+    acc = loop.iter_args[i]
+    t = acc.type
+    if not isinstance(t, TileType) or not t.dtype.is_float or t.rank != 2 or t.shape[0] != 1:
+        return "the carried value is not a row of float sums"
+    nxt = yielded_values(loop.body)[i]
+    fold = defining_op(nxt)
+    if isinstance(fold, ForOp):
+        return "the carried row goes through a loop over the row's chunks (a loop of one chunk: canonicalize first)"
+    if not isinstance(fold, ElementwiseOp) or fold.name != "tile.add" or fold.parent is not loop.body:
+        return "the carried row is not updated by an add"
+    a, b = fold.operands
+    part = b if a is acc else a if b is acc else None
+    if part is None or counts.get(id(acc), 0) != 1 or counts.get(id(nxt), 0) != 1:
+        return "the carried row has other uses"
+    expand = defining_op(part)
+    if not isinstance(expand, ExpandDimsOp) or expand.attr("axis") != 0 or expand.parent is not loop.body:
+        return "what the row adds is not a row block's column sums"
+    red = defining_op(expand.src)
+    if (
+        not isinstance(red, ReduceOp)
+        or red.attr("kind") != "sum"
+        or red.attr("axis") != 0
+        or red.parent is not loop.body
+    ):
+        return "what the row adds is not a sum over the row block's rows"
+    src = red.src.type
+    if counts.get(id(part), 0) != 1 or counts.get(id(expand.src), 0) != 1:
+        return "the row block's column sums have other uses"
+    if not isinstance(src, TileType) or src.dtype != t.dtype or src.rank != 2 or src.shape[1] != t.shape[1]:
+        return "the row block's column sums are not the carried row's shape and dtype"
+    return red, expand
+
+
+def accumulate_columns(
+    kernel: Kernel, loop: ForOp, i: int, red: ReduceOp, expand: ExpandDimsOp, anchor: Operation
+) -> Operation:
+    """Rewrites carried value `i` of band loop `loop` (the column sums `red` adds up, row block by
+    row block) as the row block's tile, reduced over its rows once after the loop, after `anchor`
+    (the loop, or the last op an earlier sum's rewrite made there); returns the last op it made."""
+    row_type = expand.result.type
+    init, result = _carry_tile(loop, i, red, 0.0)
+    expand.erase()
+    red.erase()
+    after = Builder.after(anchor)
+    total = after.op("tile.reduce", result, type=red.result.type, kind="sum", axis=0, name_hint="total")
+    row = after.op("tile.expand_dims", total, type=row_type, axis=0, name_hint="column_total")
+    made = [defining_op(total), defining_op(row)]
+    if const_value(init) != 0.0:
+        row = after.op("tile.add", init, row, type=row_type, name_hint="column_total")
+        made.append(defining_op(row))
+    replace_uses(kernel.body, result, row, keep=made)
+    last = made[-1]
+    assert last is not None
+    return last
+
+
+def _carry_tile(loop: ForOp, i: int, red: ReduceOp, identity: float) -> tuple[Value, Value]:
+    """Carried value `i` of `loop` made the tile `red` reduces: started at `identity` (a tile of
+    it before the loop), each iteration folding in that tile (masked to the identity) where it
+    folded in `red`'s result. Returns the value the loop started from and the loop's result,
+    whose uses are still the reduced value's (the caller reduces it after the loop)."""
+    src = red.src.type
+    assert isinstance(src, TileType)
     init = loop.inits[i]
-    before = Builder.before(loop)
-    start = before.op("tile.full", type=src, value=identity, name_hint=f"{init.name_hint or 'acc'}_2d")
+    start = Builder.before(loop).op("tile.full", type=src, value=identity, name_hint=f"{init.name_hint or 'acc'}_2d")
     loop.inits = [start if k == i else v for k, v in enumerate(loop.inits)]
     acc, result = loop.iter_args[i], loop.results[i]
     acc.type = src
@@ -136,14 +240,7 @@ def accumulate(kernel: Kernel, loop: ForOp, i: int, red: ReduceOp) -> None:
     kept = _kept(red)
     fold.operands = [acc, kept] if fold.operands[0] is acc else [kept, acc]
     fold.result.type = src
-    red.erase()
-    after = Builder.after(loop)
-    total = after.op("tile.reduce", result, type=red.result.type, kind=kind, axis=src.rank - 1, name_hint="total")
-    made = [defining_op(total)]
-    if const_value(init) != identity:
-        total = after.op(name, init, total, type=red.result.type, name_hint="total")
-        made.append(defining_op(total))
-    replace_uses(kernel.body, result, total, keep=made)
+    return init, result
 
 
 def _kept(red: ReduceOp) -> Value:
@@ -227,7 +324,7 @@ class Accumulate(Pass):
 
     name = "accumulate"
     unchanged = "no loop or unrolled chain carries a sum, maximum or minimum of chunk reductions"
-    where: Literal["columns", "warps", "all"] = "warps"
+    where: Literal["columns", "warps", "bands", "all"] = "warps"
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
@@ -235,8 +332,15 @@ class Accumulate(Pass):
             if self.where == "columns" and not columns:
                 self.remark(kernel, "it reads rows (where=columns)")
                 continue
+            band = band_loop(kernel)
+            if self.where == "bands":
+                if band is None:
+                    self.remark(kernel, "it has no band loop (where=bands)")
+                else:
+                    self.column_sums(kernel, band)
+                continue
             why: list[str] = []
-            changed = False
+            changed = self.column_sums(kernel, band, quiet=True) if band is not None else False
             for loop in [op for op in kernel.walk() if isinstance(op, ForOp)]:
                 for i in range(len(loop.inits)):
                     found = running_reduction(loop, i, use_counts(kernel.body))
@@ -265,3 +369,22 @@ class Accumulate(Pass):
                 changed = True
             if why and not changed:
                 self.remark(kernel, "; ".join(why))
+
+    def column_sums(self, kernel: Kernel, band: ForOp, quiet: bool = False) -> bool:
+        """Carries `band`'s column sums as row block tiles where they are (and, unless `where` is
+        "all", cross warps); remarks why none is, unless `quiet`. Whether any was."""
+        why: list[str] = []
+        changed = False
+        anchor: Operation = band
+        for i in range(len(band.inits)):
+            found = running_column_sum(band, i, use_counts(kernel.body))
+            if not isinstance(found, str) and self.where != "all" and warps_along(found[0]) < 2:
+                found = "the row block's column sums stay within a warp: no barrier to save"
+            if isinstance(found, str):
+                why.append(f"%{band.iter_args[i].name_hint}: {found}")
+            else:
+                anchor = accumulate_columns(kernel, band, i, *found, anchor)
+                changed = True
+        if why and not changed and not quiet:
+            self.remark(kernel, "; ".join(why))
+        return changed

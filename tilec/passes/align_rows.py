@@ -78,6 +78,7 @@ from tilec.ir.ops.common import elem_dtype
 from tilec.ir.types import PointerType, TileType
 from tilec.passes.affine import local_stride
 from tilec.passes.base import Pass, register
+from tilec.passes.plan import ROW_LINE
 from tilec.passes.rewrite import const_value, depends_on
 
 VECTOR_BYTES = 16
@@ -508,7 +509,7 @@ class AlignRows(Pass):
     narrow: bool = False
     # the boundary in bytes the whole chunks start on: the 16-byte vector, or a 128-byte cache
     # line (a warp's access of 16-byte vectors that starts off a line touches a line more); the
-    # first piece then spans up to a line
+    # first piece then spans up to a line. A plan's `line` (kernel attribute `row_line`) overrides it
     line: int = VECTOR_BYTES
     # with line=128, whether rows that start on 16-byte boundaries (off a line: 50264 bf16
     # elements) are split too; by default they stay whole, as the pipelines' other passes and
@@ -523,7 +524,8 @@ class AlignRows(Pass):
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
-            found = vector_or_reason(kernel, self.line, self.vector_rows)
+            line = kernel.attributes.get(ROW_LINE) or self.line  # the plan's, where it sets one
+            found = vector_or_reason(kernel, line, self.vector_rows)
             if isinstance(found, str):
                 self.remark(kernel, found)
                 continue

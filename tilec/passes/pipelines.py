@@ -106,6 +106,10 @@ TRITON_DEFAULT = [
     # whole, as the rules measured them (`reread` turns their second read around)
     "align-rows{narrow=true,line=128}",
     "canonicalize",  # loops of one chunk inline, masks the plan made trivial fold
+    # a banded kernel's column sums (a norm's weight gradients) carried as the row block's tile
+    # across its band, reduced over the block's rows once after it, not through shared memory
+    # every row block (its row's one-chunk loop inlined first)
+    "accumulate{where=bands}",
     "peel",  # a partial last chunk: a full-chunk main loop and a masked tail
     "canonicalize",  # the main loop's masks fold; the tail inlines
     # the main loop's Welford statistics (LayerNorm's, a row over several warps) kept per lane:

@@ -82,6 +82,9 @@ LANES_REREAD = "lanes_reread"
 # the kernel attribute a plan's `groups` sets, which `softmax-groups` reads: the elements of a
 # group whose softmax statistics a loop keeps
 SOFTMAX_GROUPS = "softmax_groups"
+# the kernel attribute a plan's `line` sets, which `align-rows` reads over its own `line`: the
+# boundary in bytes a misaligned row's whole chunks start on (16: a vector, 128: a cache line)
+ROW_LINE = "row_line"
 # the kernel attribute a cluster plan's `prefetch` sets, which `early-loads` reads: the chunks
 # ahead whose other inputs (a norm's weight) each chunk of the later phases reads
 PREFETCH = "prefetch"
@@ -246,6 +249,10 @@ class Plan(Pass):
     # reduction across threads in the loop, for loops bound by their instructions (the
     # cross-entropy's log-sum-exp on the H200)
     groups: int = 0
+    # > 0: the boundary in bytes (16 or 128) a misaligned row's whole chunks start on, over
+    # align-rows' own `line` (kernel attribute `row_line`, which `align-rows` reads): a rule's
+    # choice for the rows it measured (softmax over rows of symbolic length on the H200: 16)
+    line: int = 0
     # > 1: each row split across a thread-block cluster of this many CTAs, each CTA's slice in its
     # shared memory in chunks of `chunk` (`cluster-rows`: Gluon, one row a cluster, `num_warps` a
     # CTA); a kernel it cannot take is planned as usual, with the remark why
@@ -267,6 +274,8 @@ class Plan(Pass):
             raise ValueError(f"groups must be 0 (none) or a power of two from 2, got {self.groups}")
         if self.prefetch < 0:
             raise ValueError(f"prefetch must be 0 (none) or more chunks, got {self.prefetch}")
+        if self.line not in (0, 16, 128):
+            raise ValueError(f"line must be 0 (align-rows' own), 16 (a vector) or 128 (a cache line), got {self.line}")
 
     def run(self, module: Module) -> None:
         for kernel in module.kernels:
@@ -429,5 +438,7 @@ class Plan(Pass):
                 kernel.attributes[name] = True
         if self.groups:
             kernel.attributes[SOFTMAX_GROUPS] = self.groups
+        if self.line:
+            kernel.attributes[ROW_LINE] = self.line
         parent = (column_layout if columns else parent_layout)(rows, cols, warps, vec)
         assign_layouts(kernel, parent, flat_layout(warps, min(vec, max(1, xb // (32 * warps)))))
