@@ -7,6 +7,8 @@ builds; the IR's own rules are the verifier's (`tilec.ir.verify`), which callers
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -520,10 +522,31 @@ def _ensure_terminator(block: Block) -> None:
         block.append(YieldOp())
 
 
+# the syntax trees of the texts parsed last, which the builder only reads: a kernel's candidates
+# and plans are each built from the same logical text again (the autotuner, the plan surveys)
+_TREES: OrderedDict[str, Node] = OrderedDict()
+TREES_KEPT = 32
+_TREES_LOCK = threading.Lock()  # (the autotuner builds candidates in worker threads)
+
+
+def _tree(text: str) -> Node:
+    with _TREES_LOCK:
+        tree = _TREES.get(text)
+        if tree is not None:
+            _TREES.move_to_end(text)
+            return tree
+    tree = _lark().parse(text)
+    with _TREES_LOCK:
+        _TREES[text] = tree
+        while len(_TREES) > TREES_KEPT:
+            _TREES.popitem(last=False)
+    return tree
+
+
 def parse(text: str, filename: str = "<input>") -> Module:
     """Parses a module. Raises ParseError (with file:line:col) on malformed text."""
     try:
-        tree = _lark().parse(text)
+        tree = _tree(text)
     except lark.exceptions.UnexpectedCharacters as e:
         loc = Location(filename, e.line, e.column)
         ch = text[e.pos_in_stream] if e.pos_in_stream is not None and e.pos_in_stream < len(text) else "?"
