@@ -646,7 +646,7 @@ def test_the_kernel_rules_script_runs_valid_bench_commands(bench) -> None:
     commands = [
         line.split("python3 -m tilec.cli bench", 1)[1] for line in joined.splitlines() if "tilec.cli bench" in line
     ]
-    assert len(commands) == 2
+    assert len(commands) == 3  # ce, long-bwd, short-bwd
     for command in commands:
         argv = shlex.split(command.split(">", 1)[0].replace('"$OUT', "OUT").replace('"', ""))
         args = bench.parser().parse_args(argv)
