@@ -27,10 +27,11 @@ from tilec.frontend.capture import capture, input_order
 from tilec.frontend.logical import WORKSPACE
 from tilec.interp.dtypes import TORCH_DTYPES
 from tilec.ir import Kernel, parse, print_kernel
-from tilec.ir.ops import ForOp, LoadOp, ReduceOp
+from tilec.ir.ops import LoadOp, ReduceOp
 from tilec.passes import run_pipeline
 from tilec.passes.chooser import signature
 from tilec.passes.pipelines import with_options, with_plan
+from tilec.passes.plan import band_loop
 from tilec.runtime import load_source
 from tilec.testing import assert_close
 
@@ -318,8 +319,8 @@ def test_column_sums_carried_across_the_band_compute_the_backward(
     ran: list[Kernel] = []
     check_backward(op, m, 100, xblock, rsplit, with_plan("triton-default", f"num_warps={warps}"), ran=ran)
     (banded_kernel,) = [k for k in ran if "RSPLIT" in k.constexprs]
-    band = banded_kernel.body.ops[[isinstance(o, ForOp) for o in banded_kernel.body.ops].index(True)]
-    assert isinstance(band, ForOp) and band.iter_args
+    band = band_loop(banded_kernel)
+    assert band is not None and band.iter_args
     assert all(a.type.shape == (xblock, 128) for a in band.iter_args), [a.type for a in band.iter_args]
     assert not [o for o in band.walk() if isinstance(o, ReduceOp) and o.attr("axis") == 0]
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tilec.ir import ParseError, parse
+from tilec.ir import ParseError, parse, print_module
 
 CASES = {
     "unknown-op": (
@@ -147,3 +149,18 @@ def test_floats_print_exactly() -> None:
     text = print_module(parse(src))
     assert "value = 1e-06" in text and "value = -inf" in text and "value = nan" in text and "value = 0.1" in text
     assert print_module(parse(text)) == text
+
+
+def test_a_text_parsed_again_is_a_module_of_its_own() -> None:
+    """The parser keeps the syntax trees of the texts it parsed last (a kernel's candidates are
+    built from the same text again): each parse of a text builds IR of its own, located in the
+    file it names, which changing another parse's IR leaves as it was."""
+    from tilec.passes import run_pipeline
+
+    text = (Path(__file__).resolve().parents[1] / "passes" / "plan_banded.tile").read_text()
+    first, second = parse(text, "first.tile"), parse(text, "second.tile")
+    printed = print_module(second)
+    run_pipeline(first, "plan,canonicalize,accumulate{where=bands},dce")
+    assert print_module(first) != printed
+    assert print_module(second) == printed == print_module(parse(text))
+    assert first.kernels[0].loc.file == "first.tile" and second.kernels[0].loc.file == "second.tile"

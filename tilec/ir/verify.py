@@ -174,8 +174,7 @@ class _KernelVerifier:
     def check_type(self, t: Type, op: Operation, warps: int | None) -> None:
         shape = getattr(t, "shape", None) or getattr(t, "block_shape", None)
         if shape:
-            named = _shape_symbols(tuple(shape))
-            unknown = named - set(self.k.constexprs) if named else named
+            unknown = _shape_symbols(tuple(shape)).difference(self.k.constexprs)
             if unknown:
                 raise self.fail(f"type {format_type(t)} uses undeclared constexprs {sorted(unknown)}", op)
         if isinstance(t, TileType):

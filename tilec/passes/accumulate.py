@@ -333,14 +333,14 @@ class Accumulate(Pass):
                 self.remark(kernel, "it reads rows (where=columns)")
                 continue
             band = band_loop(kernel)
-            if self.where == "bands":
-                if band is None:
-                    self.remark(kernel, "it has no band loop (where=bands)")
-                else:
-                    self.column_sums(kernel, band)
+            if self.where == "bands" and band is None:
+                self.remark(kernel, "it has no band loop (where=bands)")
                 continue
-            why: list[str] = []
-            changed = self.column_sums(kernel, band, quiet=True) if band is not None else False
+            changed, why = self.column_sums(kernel, band) if band is not None else (False, [])
+            if self.where == "bands":
+                if why and not changed:
+                    self.remark(kernel, "; ".join(why))
+                continue
             for loop in [op for op in kernel.walk() if isinstance(op, ForOp)]:
                 for i in range(len(loop.inits)):
                     found = running_reduction(loop, i, use_counts(kernel.body))
@@ -370,9 +370,9 @@ class Accumulate(Pass):
             if why and not changed:
                 self.remark(kernel, "; ".join(why))
 
-    def column_sums(self, kernel: Kernel, band: ForOp, quiet: bool = False) -> bool:
+    def column_sums(self, kernel: Kernel, band: ForOp) -> tuple[bool, list[str]]:
         """Carries `band`'s column sums as row block tiles where they are (and, unless `where` is
-        "all", cross warps); remarks why none is, unless `quiet`. Whether any was."""
+        "all", cross warps). Whether any was, and why each carried row it left stays."""
         why: list[str] = []
         changed = False
         anchor: Operation = band
@@ -385,6 +385,4 @@ class Accumulate(Pass):
             else:
                 anchor = accumulate_columns(kernel, band, i, *found, anchor)
                 changed = True
-        if why and not changed and not quiet:
-            self.remark(kernel, "; ".join(why))
-        return changed
+        return changed, why
