@@ -12,6 +12,7 @@ import pytest
 
 import tilec
 from tilec import config as cfg
+from tilec.inductor import decompositions
 from tilec.ir.parser import grammar_path
 from tilec.runtime import interpreter_active
 
@@ -115,6 +116,10 @@ def test_install_and_uninstall_restore_inductors_registrations() -> None:
         assert tilec.is_installed("cuda") and tilec.is_installed("cpu") == cpu
         assert common.device_codegens["cuda"] is not stock["cuda"][0]
         assert common.custom_backend_passes["cuda"].uuid() == cfg.fingerprint()
+        # the decompositions the backend replaces for a compile go into the key with the settings
+        with decompositions.replaced(("embedding_dense_backward",)):
+            key = common.custom_backend_passes["cuda"].uuid()
+        assert key == f"{cfg.fingerprint()} rewrites=embedding_dense_backward"
         tilec.install()  # idempotent
     assert {d: (common.device_codegens[d], common.custom_backend_passes.get(d)) for d in ("cuda", "cpu")} == stock
     assert list(common.custom_backend_passes) == order

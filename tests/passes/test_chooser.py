@@ -16,6 +16,7 @@ from bench_scripts import load, meta_kernel
 
 from examples import example
 from tilec.passes.chooser import (
+    GRAPH_REWRITES,
     MIX_ORDER_FUSIONS,
     NO_TABLE,
     RESULTS,
@@ -25,6 +26,7 @@ from tilec.passes.chooser import (
     Choice,
     Decline,
     MixOrderFusion,
+    Rewrite,
     Rule,
     Signature,
     choose,
@@ -544,6 +546,25 @@ def test_mix_order_fusions_name_a_committed_run_that_holds_their_figures(gpu: st
     # ranges are tried in order: a shape of this one is fused by it or by one before it
     assert mix_order_fusion(gpu, fusion.min_rows, fusion.min_row, fusion.elem_bytes) is not None
     assert mix_order_fusion("NVIDIA Unknown", fusion.min_rows, fusion.min_row, fusion.elem_bytes) is None
+
+
+REWRITES = [(gpu, r) for gpu, rewrites in GRAPH_REWRITES.items() for r in rewrites]
+REWRITE_FIGURE = re.compile(r"(\w+) train ([\d.]+) vs ([\d.]+) us")
+
+
+@pytest.mark.parametrize(("gpu", "rewrite"), REWRITES, ids=[f"{g.split()[1]}-{r.name}" for g, r in REWRITES])
+def test_graph_rewrites_name_a_committed_run_that_holds_their_figures(gpu: str, rewrite: Rewrite) -> None:
+    """A GPU's decomposition quotes, per model, the device time of a training step with it
+    (`tilecfb`) against without it (`tilec`) from its run's `rewrite.jsonl` (bench/rewrite_probe.py),
+    each faster with it."""
+    rows = [json.loads(line) for line in (ROOT / RESULTS / rewrite.run / "rewrite.jsonl").open()]
+    device = {(r["family"], r["side"]): r["device_us"] for r in rows if "device_us" in r}
+    figures = REWRITE_FIGURE.findall(rewrite.figures)
+    assert len(figures) >= 1, rewrite.figures
+    for family, with_it, without in figures:
+        assert round(device[(family, "tilecfb")], 1) == float(with_it), (family, device)
+        assert round(device[(family, "tilec")], 1) == float(without), (family, device)
+        assert float(with_it) < float(without)
 
 
 RING_FUSIONS = [(gpu, f) for gpu, f in FUSIONS if f.ring]

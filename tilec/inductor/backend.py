@@ -8,6 +8,11 @@ this compilation's graphs only: Inductor's compile of each graph, the forward an
 AOT autograd compiles at the first backward call, runs inside `registry.scope()`. Another
 `torch.compile` with the default backend stays stock, unless `tilec.install()` applies tilec to
 every graph.
+
+AOT autograd decomposes the graph with Inductor's table, in which this backend replaces the
+decompositions a GPU's table measured faster (`tilec.passes.chooser.GRAPH_REWRITES`,
+`tilec.inductor.decompositions`): on the device the graph's inputs are on, every one where
+`tilec.config.decline` is off (the CPU: only then), none where tilec is disabled.
 """
 
 from __future__ import annotations
@@ -22,14 +27,39 @@ def tilec_backend(gm: Any, example_inputs: Any, mode: str | None = None, options
     import torch
     from torch._inductor import compile_fx
 
+    from tilec.inductor import decompositions
     from tilec.inductor.registry import register, scope
     from tilec.runtime import interpreter_active
 
     register(cpu=interpreter_active())
     # the wrapper backend="inductor" uses turns mode and options into Inductor settings
     settings = torch._TorchCompileInductorWrapper(mode, options, None).config  # type: ignore[attr-defined]
-    with scope():  # the AOT-autograd cache key is computed here, outside the inner compiles
+    # the AOT-autograd cache key is computed here, outside the inner compiles; the forward and
+    # backward graphs are traced and decomposed here too
+    with scope(), decompositions.replaced(rewrites(example_inputs)):
         return compile_fx.compile_fx(gm, example_inputs, inner_compile=_inner_compile, config_patches=settings or None)
+
+
+def rewrites(example_inputs: Any) -> tuple[str, ...]:
+    """The decompositions this backend replaces for a graph of these inputs (`decompositions.REWRITES`'
+    names): those the table of the GPU they are on measured faster; all where `tilec.config.decline`
+    is off; none where tilec is disabled or the inputs are on no CUDA device (the CPU: all only where
+    decline is off)."""
+    import torch
+
+    from tilec import config as cfg
+    from tilec.inductor import decompositions
+    from tilec.passes.chooser import graph_rewrites
+
+    if not cfg.enabled:
+        return ()
+    devices = {t.device for t in example_inputs if isinstance(t, torch.Tensor)}
+    if not cfg.decline and devices:
+        return tuple(decompositions.REWRITES)
+    cuda = [d for d in devices if d.type == "cuda"]
+    if not cuda:
+        return ()
+    return tuple(r.name for r in graph_rewrites(torch.cuda.get_device_name(cuda[0])))
 
 
 def _inner_compile(*args: Any, **kwargs: Any) -> Any:

@@ -14,7 +14,7 @@ scheduling, untouched.
 
 Inductor's FX-graph cache key does not cover the scheduling, so registering also registers a
 device custom pass (it changes nothing in the graph) whose `uuid()` is `tilec.config.fingerprint()`
-where tilec applies, and what it would be without tilec elsewhere: a graph compiled with tilec
+(and the decompositions the backend replaces, `tilec.inductor.decompositions.active()`) where tilec applies, and what it would be without tilec elsewhere: a graph compiled with tilec
 on, off, not applied or under other settings never reuses another's code.
 """
 
@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tilec import config as cfg
+from tilec.inductor import decompositions
 
 log = logging.getLogger("tilec")
 
@@ -80,10 +81,12 @@ def _custom_pass_class() -> type:
         def uuid(self) -> Any:
             if not applies(self.device):  # the key stock Inductor computes
                 return None if self.previous is None else self.previous.uuid()
+            rewrites = decompositions.active()  # the backend's decompositions, during its compile
+            ours = cfg.fingerprint() + (f" rewrites={','.join(rewrites)}" if rewrites else "")
             if self.previous is None:
-                return cfg.fingerprint()
+                return ours
             theirs = self.previous.uuid()
-            return None if theirs is None else f"{cfg.fingerprint()}; {theirs}"
+            return None if theirs is None else f"{ours}; {theirs}"
 
     return TilecCachePass
 

@@ -2736,6 +2736,40 @@ def mix_order_fusion(
     )
 
 
+@dataclass(frozen=True)
+class Rewrite:
+    """A decomposition `torch.compile(backend="tilec")` gives AOT autograd in place of Inductor's
+    own on a GPU (`name`: one of `tilec.inductor.decompositions.REWRITES`), because whole models'
+    training steps measured faster with it there: `figures` quotes the run's device time per step
+    with it against without it ("llama train 10408.8 vs 10446.5 us; ...")."""
+
+    name: str
+    run: str
+    figures: str
+
+
+# By GPU, as TABLES. The H200 (2026-11-29-h200-embedding-grad: `bench/rewrite_probe.py`, the
+# models' training steps at the default size with and without the rewrite, in one process): an
+# embedding's weight gradient accumulated a row per token and written in the weight's dtype, not
+# through an fp32 table of the vocabulary; faster for Llama, GPT-2 and Gemma (0.4-0.9% of the
+# step), each step's gradients as far from stock's as without it. A GPU without an entry keeps
+# Inductor's decompositions.
+GRAPH_REWRITES: dict[str, tuple[Rewrite, ...]] = {
+    H200.name: (
+        Rewrite(
+            "embedding_dense_backward",
+            "2026-11-29-h200-embedding-grad",
+            "llama train 10408.8 vs 10446.5 us; gpt2 train 11467.4 vs 11575.3 us; gemma train 9484.0 vs 9568.6 us",
+        ),
+    ),
+}
+
+
+def graph_rewrites(gpu: str) -> tuple[Rewrite, ...]:
+    """The decompositions measured faster on `gpu` (a device name), in `GRAPH_REWRITES`' order."""
+    return GRAPH_REWRITES.get(gpu, ())
+
+
 # A family whose kernels a GPU's table may not cover on their own -> the family whose rules then
 # decide: a log-sum-exp is softmax's first loop without its second (the row written), its rules
 # measured on the cross-entropy's forward where the table has them (H100), softmax's elsewhere.

@@ -1,0 +1,146 @@
+"""Whole models' training steps with and without a decomposition tilec's backend may replace
+(`tilec.inductor.decompositions`), and stock torch.compile, in one process: what
+`tilec.passes.chooser.GRAPH_REWRITES` quotes.
+
+    python bench/rewrite_probe.py [FAMILIES] [--aten]        # FAMILIES: llama,gpt2,gemma (default)
+
+Per family (`bench/models.py`'s models at the default size, bf16, a training step: forward, loss,
+backward, AdamW), three sides compiled from one model's weights: `tilec` (the backend with no
+rewrite), `tilecfb` (the backend with the rewrites of `--rewrites`, default
+`embedding_dense_backward`) and `stock`. For each: whether two first steps give the same
+gradients bit for bit, the largest relative error of a parameter's gradient against stock's; the
+median wall time of 12 steps in alternating order (ABBA), the device time per step (the sum of
+the profiler's kernel and copy times over 3 steps) and the device time of each kernel whose name
+says it takes part in the embedding's gradient. One JSON line each to $OUT/rewrite_probe.jsonl.
+
+`--aten`: the `tilecfb` side leaves `embedding_dense_backward` to ATen's CUDA kernel instead (not
+decomposed: Inductor's fallback to it registered), the alternative measured first.
+
+Caches off (AOT autograd's and the FX graph's): AOT autograd's cache key does not see the
+decomposition table, so a side compiled after another would load the other's graph.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import statistics
+import sys
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+SIDES = ("tilec", "tilecfb", "stock")
+EMBEDDING = ("embedding", "ill", "sort", "krn", "segment", "compute_")
+
+
+def main(argv: list[str]) -> None:
+    import models as bench_models
+    import torch
+    from torch._inductor import compile_fx, decomposition, lowering
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    import tilec
+    from tilec.inductor.backend import _inner_compile
+    from tilec.inductor.decompositions import table
+    from tilec.inductor.registry import register, scope
+
+    aten = torch.ops.aten
+    torch._functorch.config.enable_autograd_cache = False
+    torch._inductor.config.fx_graph_cache = False
+    args = [a for a in argv if not a.startswith("--")]
+    families = (args[0] if args else "llama,gpt2,gemma").split(",")
+    if "--aten" in argv:
+        lowering.make_fallback(aten.embedding_dense_backward, warn=False, override_decomp=True)
+        with_rewrite = {
+            k: v for k, v in decomposition.select_decomp_table().items() if k != aten.embedding_dense_backward.default
+        }
+    else:
+        with_rewrite = table(("embedding_dense_backward",))
+
+    def compile_with(decompositions: Any) -> Any:
+        def backend(gm: Any, example_inputs: Any) -> Any:
+            register(cpu=False)
+            with scope():
+                return compile_fx.compile_fx(
+                    gm, example_inputs, inner_compile=_inner_compile, decompositions=decompositions
+                )
+
+        return backend
+
+    backends = {"tilec": compile_with(None), "tilecfb": compile_with(with_rewrite), "stock": "inductor"}
+
+    def family(fam: str, out: Any) -> None:
+        base = bench_models.build(fam, "default")
+        ids = torch.randint(0, base.config.vocab_size, (4, 1024), generator=torch.Generator().manual_seed(1)).cuda()
+        models = {s: copy.deepcopy(base).to("cuda", torch.bfloat16) for s in SIDES}
+        torch._dynamo.reset()
+        compiled = {s: torch.compile(bench_models.entry(s), backend=backends[s], dynamic=False) for s in SIDES}
+        opts = {s: torch.optim.AdamW(models[s].parameters(), lr=1e-4, foreach=True) for s in SIDES}
+        grads: dict[str, list[Any]] = {}
+
+        def step(s: str, keep: bool = False, update: bool = True) -> None:
+            models[s].train()
+            compiled[s](models[s], ids, ids).loss.backward()
+            if keep:
+                grads[s] = [p.grad.detach().double().clone() for p in models[s].parameters()]
+            if update:
+                opts[s].step()
+            opts[s].zero_grad(set_to_none=True)
+
+        for s in SIDES:
+            tilec.reset_report()
+            step(s, keep=True, update=False)
+            step(s, update=False)
+            taken = [r.kernel for r in tilec.report() if r.taken]
+            print(fam, s, "taken", len(taken), "of", len(tilec.report()), flush=True)
+        for s in SIDES:  # the first step again: the same gradients?
+            first = grads[s]
+            step(s, keep=True, update=False)
+            same = all(torch.equal(a, b) for a, b in zip(first, grads[s], strict=True))
+            against = grads["stock"] if s != "stock" else first
+            err = max(
+                ((a - b).norm() / b.norm().clamp_min(1e-30)).item() for a, b in zip(grads[s], against, strict=True)
+            )
+            print(fam, s, "same gradients twice:", same, "largest error against stock:", err, flush=True)
+            out.write(json.dumps({"family": fam, "side": s, "deterministic": same, "max_rel_err_vs_stock": err}) + "\n")
+        for s in SIDES:
+            for _ in range(2):
+                step(s)
+        torch.cuda.synchronize()
+        times: dict[str, list[float]] = {s: [] for s in SIDES}
+        for i in range(12):
+            for s in SIDES if i % 2 == 0 else SIDES[::-1]:
+                times[s].append(bench_models._sync_ms(lambda s=s: step(s)))
+        for s in SIDES:
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(3):
+                    step(s)
+                torch.cuda.synchronize()
+            per: dict[str, float] = {}
+            for e in prof.events():
+                if e.device_type == DeviceType.CUDA:
+                    per[e.name] = per.get(e.name, 0.0) + e.time_range.elapsed_us() / 3
+            row = {
+                "family": fam,
+                "side": s,
+                "device_us": sum(per.values()),
+                "wall_ms_median": statistics.median(times[s]),
+                "wall_spread": [min(times[s]), max(times[s])],
+                "emb_kernels": {k[:90]: round(v, 1) for k, v in per.items() if any(w in k.lower() for w in EMBEDDING)},
+            }
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            print(fam, s, f"device {row['device_us']:.1f} us  wall {row['wall_ms_median']:.3f} ms", flush=True)
+
+    with open(f"{os.environ.get('OUT', '.')}/rewrite_probe.jsonl", "a") as out:
+        for fam in families:
+            family(fam, out)
+            torch._dynamo.reset()
+            torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,91 @@
+"""Where a whole model's step spends its device time, kernel by kernel, tilec and stock in one
+process: the kernels to work on next, and the ones both sides share.
+
+    python bench/step_kernels.py [FAMILIES] [MODES]      # llama,gpt2 train (default); modes: train, infer
+
+Per family and mode (`bench/models.py`'s models at the default size, bf16; a training step is
+forward, loss, backward and AdamW), each side (`backend="tilec"` and stock) warmed up three steps,
+then three steps under the profiler: one JSON line per side and kernel (or copy) to
+$OUT/step_kernels.jsonl with its device time per step, launches per step and, for Inductor's
+kernels, what tilec did with it (its emitter, or `stock:` and the reason it declined). The total
+per side is printed.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+
+def main(argv: list[str]) -> None:
+    import models as bench_models
+    import torch
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    import tilec
+
+    families = (argv[0] if argv else "llama,gpt2").split(",")
+    modes = (argv[1] if len(argv) > 1 else "train").split(",")
+
+    def run(fam: str, mode: str, out: Any) -> None:
+        train = mode == "train"
+        base = bench_models.build(fam, "default")
+        ids = torch.randint(0, base.config.vocab_size, (4, 1024), generator=torch.Generator().manual_seed(1)).cuda()
+        models = {s: copy.deepcopy(base).to("cuda", torch.bfloat16) for s in ("tilec", "stock")}
+        torch._dynamo.reset()
+        tilec.reset_report()
+        compiled = {
+            "tilec": torch.compile(bench_models.entry("tilec"), backend="tilec", dynamic=False),
+            "stock": torch.compile(bench_models.entry("stock"), dynamic=False),
+        }
+        opts = {s: torch.optim.AdamW(models[s].parameters(), lr=1e-4, foreach=True) for s in models}
+
+        def step(s: str) -> None:
+            if train:
+                models[s].train()
+                compiled[s](models[s], ids, ids).loss.backward()
+                opts[s].step()
+                opts[s].zero_grad(set_to_none=True)
+            else:
+                models[s].eval()
+                with torch.no_grad():
+                    compiled[s](models[s], ids, None)
+
+        for s in ("tilec", "stock"):
+            for _ in range(3):
+                step(s)
+        torch.cuda.synchronize()
+        what = {r.kernel: (r.emitter if r.taken else "stock: " + (r.reason or "")[:60]) for r in tilec.report()}
+        for s in ("tilec", "stock"):
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(3):
+                    step(s)
+                torch.cuda.synchronize()
+            per: dict[str, list[float]] = {}
+            for e in prof.events():
+                if e.device_type == DeviceType.CUDA:
+                    a = per.setdefault(e.name, [0.0, 0])
+                    a[0] += e.time_range.elapsed_us() / 3
+                    a[1] += 1
+            for name, (us, n) in per.items():
+                row = {"family": fam, "mode": mode, "side": s, "kernel": name[:200], "us": us, "count": n / 3}
+                out.write(json.dumps({**row, "tilec": what.get(name)}) + "\n")
+            print(fam, mode, s, f"{sum(v[0] for v in per.values()):.1f} us", flush=True)
+        out.flush()
+
+    with open(f"{os.environ.get('OUT', '.')}/step_kernels.jsonl", "a") as out:
+        for fam in families:
+            for mode in modes:
+                run(fam, mode, out)
+                torch._dynamo.reset()
+                torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,148 @@
+"""The decompositions `backend="tilec"` gives AOT autograd in place of Inductor's
+(`tilec.inductor.decompositions`): an embedding's weight gradient accumulated a row per token gives
+Inductor's decomposition's result bit for bit (repeated ids, a padding id, ids outside the table,
+fp16, bf16; fp32 weights and `scale_grad_by_freq` take Inductor's own), eagerly and compiled by
+Inductor through the backend; the table is replaced for the backend's compile alone, and its FX
+graphs still reach Inductor's cache; which GPUs take it is their tables' (`chooser.GRAPH_REWRITES`),
+and where decline is off every rewrite is taken."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from profiles import examples
+from torch._decomp.decompositions import embedding_dense_backward as stock
+
+import tilec
+from tilec.inductor import decompositions
+from tilec.inductor.backend import rewrites
+from tilec.passes.chooser import GRAPH_REWRITES, graph_rewrites
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(
+    vocab=st.integers(1, 40),
+    tokens=st.integers(1, 70),
+    hidden=st.sampled_from([1, 3, 8]),
+    dtype=st.sampled_from([torch.bfloat16, torch.float16, torch.float32]),
+    padding=st.integers(-2, 5),
+    outside=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+@example(vocab=1, tokens=5, hidden=3, dtype=torch.bfloat16, padding=0, outside=True, seed=0)
+@example(vocab=30, tokens=64, hidden=8, dtype=torch.bfloat16, padding=-1, outside=False, seed=1)
+def test_the_embedding_gradient_by_token_rows_is_inductors_bit_for_bit(
+    vocab: int, tokens: int, hidden: int, dtype: torch.dtype, padding: int, outside: bool, seed: int
+) -> None:
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, vocab, (tokens,), generator=gen)
+    ids[:: max(1, tokens // 3)] = ids[0]  # repeated ids: several tokens add into one row
+    if outside:  # ids the table has no row for get nothing (Inductor's masks them)
+        ids[-1] = vocab + 2
+        ids[0] = -3
+    grad = (torch.randn(tokens, hidden, generator=gen) * 4).to(dtype)
+    ours = decompositions.embedding_dense_backward(
+        grad.view(1, tokens, hidden), ids.view(1, tokens), vocab, padding, False
+    )
+    theirs = stock(grad.view(1, tokens, hidden), ids.view(1, tokens), vocab, padding, False)
+    assert ours.dtype == theirs.dtype == dtype and ours.shape == theirs.shape == (vocab, hidden)
+    assert torch.equal(ours, theirs)
+
+
+def test_scaled_by_frequency_takes_inductors_decomposition() -> None:
+    ids = torch.tensor([[0, 2, 2, 1]])
+    grad = torch.randn(1, 4, 3).bfloat16()
+    torch.testing.assert_close(
+        decompositions.embedding_dense_backward(grad, ids, 3, -1, True), stock(grad, ids, 3, -1, True), rtol=0, atol=0
+    )
+
+
+def test_the_table_is_replaced_in_the_block_only() -> None:
+    from torch._inductor.decomposition import select_decomp_table
+
+    op = torch.ops.aten.embedding_dense_backward.default
+    before = dict(select_decomp_table())
+    with decompositions.replaced(("embedding_dense_backward",)):
+        inside = dict(select_decomp_table())  # (the same dict: copied)
+        assert decompositions.active() == ("embedding_dense_backward",)
+    after = dict(select_decomp_table())
+    assert inside[op] is decompositions.embedding_dense_backward and before[op] is after[op] is not inside[op]
+    assert set(inside) == set(before) and all(inside[k] is before[k] for k in before if k != op)
+    assert decompositions.active() == ()
+    with decompositions.replaced(()):
+        assert select_decomp_table()[op] is before[op]
+
+
+def test_each_gpus_rewrites_are_known_and_an_unknown_gpu_has_none() -> None:
+    assert [r.name for r in graph_rewrites("NVIDIA H200")] == ["embedding_dense_backward"]
+    assert graph_rewrites("NVIDIA H100 80GB HBM3") == () and graph_rewrites("NVIDIA Unknown") == ()
+    assert all(r.name in decompositions.REWRITES for rs in GRAPH_REWRITES.values() for r in rs)
+
+
+def test_the_cpu_takes_every_rewrite_only_where_decline_is_off() -> None:
+    x = [torch.zeros(2), 3]
+    with tilec.config.patch(decline=False):
+        assert rewrites(x) == tuple(decompositions.REWRITES)
+        with tilec.config.patch(enabled=False):
+            assert rewrites(x) == ()
+    with tilec.config.patch(decline=True):
+        assert rewrites(x) == ()
+
+
+class Tied(torch.nn.Module):
+    """An embedding whose table is also the output projection's weight (GPT-2, Gemma): the
+    table's gradient is the projection's plus the embedding's."""
+
+    def __init__(self, vocab: int, hidden: int) -> None:
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, hidden, padding_idx=1)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        h = torch.nn.functional.rms_norm(self.emb(ids), (self.emb.weight.shape[1],))
+        return torch.nn.functional.cross_entropy((h @ self.emb.weight.t()).float().flatten(0, 1), ids.flatten())
+
+
+@pytest.mark.usefixtures("uninstalled")
+def test_a_model_compiled_through_the_backend_gets_the_eager_gradient(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+
+    def counted(*args: object) -> object:
+        calls.append(args[2:])
+        return decompositions.embedding_dense_backward(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setitem(
+        decompositions.REWRITES, "embedding_dense_backward", ("embedding_dense_backward.default", counted)
+    )
+    torch.manual_seed(0)
+    model = Tied(37, 16).bfloat16()
+    ids = torch.randint(0, 37, (2, 24))
+    ids[0, :6] = 5  # repeated
+    ids[1, 3] = 1  # the padding id
+    model(ids).backward()
+    expected = model.emb.weight.grad.clone()
+    model.emb.weight.grad = None
+    torch.compile(model, backend="tilec", dynamic=False)(ids).backward()
+    assert calls == [(37, 1, False)]  # the backward graph took the rewrite, with the padding id
+    assert model.emb.weight.grad.dtype == torch.bfloat16
+    torch.testing.assert_close(model.emb.weight.grad.float(), expected.float(), rtol=2e-2, atol=2e-3)
+
+
+@pytest.mark.usefixtures("uninstalled")
+def test_a_graph_compiled_with_rewrites_is_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rewrites reach the cache key (`active()`), not a table Inductor cannot hash: the second
+    compile of the same graph loads the first's code."""
+    from torch._dynamo.utils import counters
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    hits = []
+    with torch._inductor.config.patch(fx_graph_cache=True, force_disable_caches=False):
+        for _ in range(2):
+            torch._dynamo.reset()
+            counters.clear()
+            torch.compile(lambda x: torch.softmax(x * 2, -1), backend="tilec", dynamic=False)(torch.randn(8, 100))
+            hits.append((counters["inductor"]["fxgraph_cache_hit"], counters["inductor"]["fxgraph_cache_bypass"]))
+    assert hits == [(0, 0), (1, 0)], hits
