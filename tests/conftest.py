@@ -59,3 +59,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run scripts/gpu-tests on the GPU machine)")
         for item in gpu_items:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def rewrite_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, ...]]:
+    """The calls the test makes of the backend's decomposition of an embedding's weight gradient
+    (`tilec.inductor.decompositions`), each as its arguments after the two tensors: the table's
+    rows, the padding id, scale_grad_by_freq."""
+    from tilec.inductor import decompositions
+
+    calls: list[tuple[object, ...]] = []
+
+    def counted(*args: object) -> object:
+        calls.append(args[2:])
+        return decompositions.embedding_dense_backward(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setitem(
+        decompositions.REWRITES, "embedding_dense_backward", ("embedding_dense_backward.default", counted)
+    )
+    return calls
