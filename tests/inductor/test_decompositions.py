@@ -107,19 +107,28 @@ class Tied(torch.nn.Module):
 
 
 @pytest.mark.usefixtures("uninstalled")
-def test_a_model_compiled_through_the_backend_gets_the_eager_gradient(rewrite_calls: list[tuple[object, ...]]) -> None:
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "symbolic-tokens"])
+def test_a_model_compiled_through_the_backend_gets_the_eager_gradient(
+    dynamic: bool, rewrite_calls: list[tuple[object, ...]]
+) -> None:
+    """Also with a symbolic number of tokens (the first-occurrence table's fill value is then a
+    symbol), at two lengths."""
     torch.manual_seed(0)
     model = Tied(37, 16).bfloat16()
-    ids = torch.randint(0, 37, (2, 24))
-    ids[0, :6] = 5  # repeated
-    ids[1, 3] = 1  # the padding id
-    model(ids).backward()
-    expected = model.emb.weight.grad.clone()
-    model.emb.weight.grad = None
-    torch.compile(model, backend="tilec", dynamic=False)(ids).backward()
-    assert rewrite_calls == [(37, 1, False)]  # the backward graph took the rewrite, with the padding id
-    assert model.emb.weight.grad.dtype == torch.bfloat16
-    torch.testing.assert_close(model.emb.weight.grad.float(), expected.float(), rtol=2e-2, atol=2e-3)
+    compiled = torch.compile(model, backend="tilec", dynamic=dynamic)
+    for tokens in (24, 31) if dynamic else (24,):
+        ids = torch.randint(0, 37, (2, tokens))
+        ids[0, :6] = 5  # repeated
+        ids[1, 3] = 1  # the padding id
+        model.emb.weight.grad = None
+        model(ids).backward()
+        expected = model.emb.weight.grad.clone()
+        model.emb.weight.grad = None
+        compiled(ids).backward()
+        assert model.emb.weight.grad.dtype == torch.bfloat16
+        torch.testing.assert_close(model.emb.weight.grad.float(), expected.float(), rtol=2e-2, atol=2e-3)
+    # each backward graph compiled took the rewrite, with the padding id
+    assert rewrite_calls and set(rewrite_calls) == {(37, 1, False)}, rewrite_calls
 
 
 @pytest.mark.usefixtures("uninstalled")
