@@ -35,30 +35,41 @@ SIDES = ("tilec", "tilecfb", "stock")
 EMBEDDING = ("embedding", "ill", "sort", "krn", "segment", "compute_")
 
 
+def rewritten(aten: bool = False) -> dict[Any, Any]:
+    """The decomposition table of the `tilecfb` side, handed to `compile_fx`: Inductor's with
+    `embedding_dense_backward` tilec's, or (`aten`) without it, ATen's kernel registered as
+    Inductor's fallback for it."""
+    import torch
+    from torch._inductor import decomposition, lowering
+
+    from tilec.inductor.decompositions import REWRITES, overload
+
+    op = overload("embedding_dense_backward")
+    table = dict(decomposition.select_decomp_table())
+    if aten:
+        lowering.make_fallback(torch.ops.aten.embedding_dense_backward, warn=False, override_decomp=True)
+        del table[op]
+    else:
+        table[op] = REWRITES["embedding_dense_backward"][1]
+    return table
+
+
 def main(argv: list[str]) -> None:
     import models as bench_models
     import torch
-    from torch._inductor import compile_fx, decomposition, lowering
+    from torch._inductor import compile_fx
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     import tilec
     from tilec.inductor.backend import _inner_compile
-    from tilec.inductor.decompositions import table
     from tilec.inductor.registry import register, scope
 
-    aten = torch.ops.aten
     torch._functorch.config.enable_autograd_cache = False
     torch._inductor.config.fx_graph_cache = False
     args = [a for a in argv if not a.startswith("--")]
     families = (args[0] if args else "llama,gpt2,gemma").split(",")
-    if "--aten" in argv:
-        lowering.make_fallback(aten.embedding_dense_backward, warn=False, override_decomp=True)
-        with_rewrite = {
-            k: v for k, v in decomposition.select_decomp_table().items() if k != aten.embedding_dense_backward.default
-        }
-    else:
-        with_rewrite = table(("embedding_dense_backward",))
+    with_rewrite = rewritten(aten="--aten" in argv)
 
     def compile_with(decompositions: Any) -> Any:
         def backend(gm: Any, example_inputs: Any) -> Any:

@@ -146,3 +146,15 @@ def test_a_graph_compiled_with_rewrites_is_cached(tmp_path: Path, monkeypatch: p
             torch.compile(lambda x: torch.softmax(x * 2, -1), backend="tilec", dynamic=False)(torch.randn(8, 100))
             hits.append((counters["inductor"]["fxgraph_cache_hit"], counters["inductor"]["fxgraph_cache_bypass"]))
     assert hits == [(0, 0), (1, 0)], hits
+
+
+def test_the_probes_table_is_inductors_with_the_rewrite() -> None:
+    """bench/rewrite_probe.py's `tilecfb` side: Inductor's table with this rewrite (handed to
+    compile_fx, as its runs were made)."""
+    from bench_scripts import load
+    from torch._inductor.decomposition import select_decomp_table
+
+    op = torch.ops.aten.embedding_dense_backward.default
+    table = load("rewrite_probe").rewritten()
+    assert table[op] is decompositions.embedding_dense_backward
+    assert set(table) == set(select_decomp_table()) and select_decomp_table()[op] is not table[op]

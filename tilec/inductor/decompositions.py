@@ -1,5 +1,5 @@
 """Decompositions tilec's backend gives AOT autograd in place of Inductor's own, where a GPU's table
-says they measured faster (`tilec.passes.chooser.GRAPH_RULES`).
+says they measured faster (`tilec.passes.chooser.GRAPH_REWRITES`).
 
 `torch.compile(backend="tilec")` compiles with these entries of Inductor's decomposition table
 replaced for the duration of its compile (`replaced`: AOT autograd traces and decomposes the
