@@ -158,3 +158,19 @@ def test_the_probes_table_is_inductors_with_the_rewrite() -> None:
     table = load("rewrite_probe").rewritten()
     assert table[op] is decompositions.embedding_dense_backward
     assert set(table) == set(select_decomp_table()) and select_decomp_table()[op] is not table[op]
+
+
+def test_a_table_built_otherwise_is_said_and_left_alone(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A torch whose `select_decomp_table` builds a new table each call would not see the
+    replaced entries: tilec says so in its log, and Inductor's own decompositions stay."""
+    from torch._inductor import decomposition
+
+    fresh = dict(decomposition.select_decomp_table())
+    monkeypatch.setattr(decomposition, "select_decomp_table", lambda: dict(fresh))
+    with caplog.at_level("WARNING", logger="tilec"), decompositions.replaced(("embedding_dense_backward",)):
+        assert decomposition.select_decomp_table()[decompositions.overload("embedding_dense_backward")] is not (
+            decompositions.embedding_dense_backward
+        )
+    assert "did not take embedding_dense_backward" in caplog.text

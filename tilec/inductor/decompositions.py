@@ -25,11 +25,14 @@ Inductor's decomposition.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 
 __all__ = ["REWRITES", "active", "embedding_dense_backward", "overload", "replaced"]
+
+log = logging.getLogger("tilec")
 
 # the rewrites of the compile under way (`replaced`), for the cache key
 _active: ContextVar[tuple[str, ...]] = ContextVar("tilec_rewrites", default=())
@@ -100,6 +103,10 @@ def replaced(names: tuple[str, ...]) -> Iterator[None]:
         for table in tables:
             for name, op in zip(names, ops, strict=True):
                 table[op] = REWRITES[name][1]
+        chosen = decomposition.select_decomp_table()
+        missed = [name for name, op in zip(names, ops, strict=True) if chosen.get(op) is not REWRITES[name][1]]
+        if missed:  # a torch whose table is built otherwise: Inductor's own decompositions stay
+            log.warning("tilec: Inductor's decomposition table did not take %s; its own stay", ", ".join(missed))
         yield
     finally:
         _active.reset(token)
