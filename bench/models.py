@@ -189,10 +189,9 @@ def _sync_ms(fn: Callable[[], Any]) -> float:
     return start.elapsed_time(end)
 
 
-def device_ms(fn: Callable[[], Any], steps: int = 3, skip: str | None = None) -> float | None:
-    """GPU milliseconds per step: the sum of the kernels' and copies' durations the profiler
-    records (CUDA-graph replays included; those whose name contains `skip` left out), averaged
-    over `steps` steps; None if it saw none."""
+def kernel_times(fn: Callable[[], Any], steps: int = 3) -> dict[str, tuple[float, float]]:
+    """Each kernel's (and copy's) device time per step in us and launches per step, by name, as
+    the profiler records `steps` calls of `fn` (CUDA-graph replays included)."""
     import torch
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
@@ -202,12 +201,20 @@ def device_ms(fn: Callable[[], Any], steps: int = 3, skip: str | None = None) ->
         for _ in range(steps):
             fn()
         torch.cuda.synchronize()
-    us = [
-        e.time_range.elapsed_us()
-        for e in prof.events()
-        if e.device_type == DeviceType.CUDA and not (skip and skip in e.name.lower())
-    ]
-    return sum(us) / steps / 1000.0 if us else None
+    total: dict[str, tuple[float, int]] = {}
+    for e in prof.events():
+        if e.device_type == DeviceType.CUDA:
+            us, n = total.get(e.name, (0.0, 0))
+            total[e.name] = (us + e.time_range.elapsed_us(), n + 1)
+    return {name: (us / steps, n / steps) for name, (us, n) in total.items()}
+
+
+def device_ms(fn: Callable[[], Any], steps: int = 3, skip: str | None = None) -> float | None:
+    """GPU milliseconds per step: the sum of the kernels' and copies' durations the profiler
+    records (`kernel_times`; those whose name contains `skip` left out), averaged over `steps`
+    steps; None if it saw none."""
+    kept = [us for name, (us, _) in kernel_times(fn, steps).items() if not (skip and skip in name.lower())]
+    return sum(kept) / 1000.0 if kept else None
 
 
 def within(error_tilec: float | None, error_stock: float | None) -> bool | None:

@@ -6,8 +6,7 @@
 
 Per family (`bench/models.py`'s models at the default size, bf16, a training step: forward, loss,
 backward, AdamW), three sides compiled from one model's weights: `tilec` (the backend with no
-rewrite), `tilecfb` (the backend with the rewrites of `--rewrites`, default
-`embedding_dense_backward`) and `stock`. For each: whether two first steps give the same
+rewrite), `tilecfb` (the backend with tilec's `embedding_dense_backward`) and `stock`. For each: whether two first steps give the same
 gradients bit for bit, the largest relative error of a parameter's gradient against stock's; the
 median wall time of 12 steps in alternating order (ABBA), the device time per step (the sum of
 the profiler's kernel and copy times over 3 steps) and the device time of each kernel whose name
@@ -58,8 +57,6 @@ def main(argv: list[str]) -> None:
     import models as bench_models
     import torch
     from torch._inductor import compile_fx
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
 
     import tilec
     from tilec.inductor.backend import _inner_compile
@@ -126,14 +123,7 @@ def main(argv: list[str]) -> None:
             for s in SIDES if i % 2 == 0 else SIDES[::-1]:
                 times[s].append(bench_models._sync_ms(lambda s=s: step(s)))
         for s in SIDES:
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                for _ in range(3):
-                    step(s)
-                torch.cuda.synchronize()
-            per: dict[str, float] = {}
-            for e in prof.events():
-                if e.device_type == DeviceType.CUDA:
-                    per[e.name] = per.get(e.name, 0.0) + e.time_range.elapsed_us() / 3
+            per = {name: us for name, (us, _) in bench_models.kernel_times(lambda s=s: step(s)).items()}
             row = {
                 "family": fam,
                 "side": s,

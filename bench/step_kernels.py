@@ -25,8 +25,6 @@ sys.path.insert(0, os.path.dirname(__file__))
 def main(argv: list[str]) -> None:
     import models as bench_models
     import torch
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
 
     import tilec
 
@@ -63,20 +61,11 @@ def main(argv: list[str]) -> None:
         torch.cuda.synchronize()
         what = {r.kernel: (r.emitter if r.taken else "stock: " + (r.reason or "")[:60]) for r in tilec.report()}
         for s in ("tilec", "stock"):
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                for _ in range(3):
-                    step(s)
-                torch.cuda.synchronize()
-            per: dict[str, list[float]] = {}
-            for e in prof.events():
-                if e.device_type == DeviceType.CUDA:
-                    a = per.setdefault(e.name, [0.0, 0])
-                    a[0] += e.time_range.elapsed_us() / 3
-                    a[1] += 1
-            for name, (us, n) in per.items():
-                row = {"family": fam, "mode": mode, "side": s, "kernel": name[:200], "us": us, "count": n / 3}
+            times = bench_models.kernel_times(lambda s=s: step(s))
+            for name, (us, count) in times.items():
+                row = {"family": fam, "mode": mode, "side": s, "kernel": name[:200], "us": us, "count": count}
                 out.write(json.dumps({**row, "tilec": what.get(name)}) + "\n")
-            print(fam, mode, s, f"{sum(v[0] for v in per.values()):.1f} us", flush=True)
+            print(fam, mode, s, f"{sum(us for us, _ in times.values()):.1f} us", flush=True)
         out.flush()
 
     with open(f"{os.environ.get('OUT', '.')}/step_kernels.jsonl", "a") as out:

@@ -700,3 +700,43 @@ def test_the_rules_tool_takes_the_fastest_plan_no_slower_than_stock() -> None:
     assert rules.chosen([many], 0.01) == wide
     without = shape(16384, {"compile": 1.000, margin: 0.995, tie: 0.995, slower: 1.020})
     assert rules.chosen([few, without], 0.01) is None
+
+
+def test_kernel_times_are_per_step_by_name_and_device_ms_sums_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench/models.py's per-kernel device times (what bench/step_kernels.py and
+    bench/rewrite_probe.py write): each name's time and launches over the steps, per step; the
+    step's total in ms, less the names holding `skip`."""
+    import torch
+    from torch.autograd import DeviceType
+
+    models = load("models")
+    launched: list[tuple[str, float]] = []
+
+    class Event:
+        def __init__(self, name: str, us: float) -> None:
+            self.name, self.device_type = name, DeviceType.CUDA
+            self.time_range = type("Range", (), {"elapsed_us": lambda _: us})()
+
+    class Profile:
+        def __init__(self, activities: object) -> None:
+            pass
+
+        def __enter__(self) -> Profile:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def events(self) -> list[Event]:
+            return [Event(n, us) for n, us in launched]
+
+    monkeypatch.setattr(torch.profiler, "profile", Profile)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    step = lambda: launched.extend([("gemm", 10.0), ("fill", 1.0), ("fill", 2.0)])  # noqa: E731
+    assert models.kernel_times(step, steps=2) == {"gemm": (10.0, 1.0), "fill": (3.0, 2.0)}
+    launched.clear()
+    assert models.device_ms(step, steps=2) == pytest.approx(0.013)
+    launched.clear()
+    assert models.device_ms(step, steps=2, skip="fill") == pytest.approx(0.010)
+    launched.clear()
+    assert models.device_ms(lambda: None) is None

@@ -42,9 +42,8 @@ def tilec_backend(gm: Any, example_inputs: Any, mode: str | None = None, options
 
 def rewrites(example_inputs: Any) -> tuple[str, ...]:
     """The decompositions this backend replaces for a graph of these inputs (`decompositions.REWRITES`'
-    names): those the table of the GPU they are on measured faster; all where `tilec.config.decline`
-    is off; none where tilec is disabled or the inputs are on no CUDA device (the CPU: all only where
-    decline is off)."""
+    names): all where `tilec.config.decline` is off; else those the table of the CUDA device they
+    are on measured faster (none on the CPU); none where tilec is disabled."""
     import torch
 
     from tilec import config as cfg

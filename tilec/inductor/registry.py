@@ -14,8 +14,9 @@ scheduling, untouched.
 
 Inductor's FX-graph cache key does not cover the scheduling, so registering also registers a
 device custom pass (it changes nothing in the graph) whose `uuid()` is `tilec.config.fingerprint()`
-(and the decompositions the backend replaces, `tilec.inductor.decompositions.active()`) where tilec applies, and what it would be without tilec elsewhere: a graph compiled with tilec
-on, off, not applied or under other settings never reuses another's code.
+(with the decompositions the backend replaces, `tilec.inductor.decompositions.active()`) where
+tilec applies, and what it would be without tilec elsewhere: a graph compiled with tilec on, off,
+not applied or under other settings never reuses another's code.
 """
 
 from __future__ import annotations
