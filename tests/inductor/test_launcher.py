@@ -248,12 +248,13 @@ class FakeCLaunch:
 
     def __init__(self, calls: list[tuple[str, Any]]) -> None:
         self.calls = calls
+        self.memory: dict[int, torch.Tensor] = {}  # the tensors at the addresses it is passed
 
     def __call__(self, g0: int, g1: int, g2: int, stream: int, fn: Any, *rest: Any) -> None:
         _coop, _pdl, _gs, _ps, meta, _lm, _enter, _exit, *args = rest
         self.calls.append(("c", ((g0, g1, g2), stream, fn, meta, tuple(type(a).__name__ for a in args))))
         x, y, _block = args
-        y.copy_(2 * x)
+        self.memory[y].copy_(2 * self.memory[x])
 
 
 class FakeLauncher:
@@ -299,12 +300,15 @@ def test_a_bound_launch_calls_the_c_launcher_directly(monkeypatch) -> None:
     k = TilecKernel("k", variant(FakeModule(launch_args=launch_args, launch=jit_launch), "triton", (0, 1)))
     k._sms = lambda: 132  # type: ignore[method-assign]
     x, y = torch.randn(4, 64), torch.empty(4, 64)
+    Compiled.run.launch.memory.update({x.data_ptr(): x, y.data_ptr(): y})
     k.run(x, y, stream=7)  # Triton's JIT compiles; bound from now on
     k.run(x, y, stream=7)
     y.zero_()
     k.run(x, y, stream=9)
     torch.testing.assert_close(y, 2 * x)
-    c = ("function", "metadata", ("Tensor", "Tensor", "int"))
+    # the buffers passed as their addresses: Triton's C launcher takes an integer as it is (a
+    # tensor it would ask data_ptr() and the driver about, at every launch)
+    c = ("function", "metadata", ("int", "int", "int"))
     assert calls == [("jit", True), ("c", ((4, 1, 1), 7, *c)), ("c", ((4, 1, 1), 9, *c))]
     assert k.launches == {"primary": 3, "fallback": 0}
     odd = torch.randn(4 * 64 + 1)[1:].view(4, 64)
@@ -339,7 +343,7 @@ def test_a_number_passed_by_value_reaches_every_bound_launch(monkeypatch) -> Non
         def __call__(self, g0: int, g1: int, g2: int, stream: int, fn: Any, *rest: Any) -> None:
             x, y, s, n, _block = rest[8:]
             seen.append((type(s).__name__, s, n))
-            y.copy_(x * s + n)
+            memory[y].copy_(memory[x] * s + n)  # the bound launch passes addresses
 
     def launch_args(
         x: torch.Tensor, y: torch.Tensor, s: float, n: int, num_sms: int = 1
@@ -354,6 +358,7 @@ def test_a_number_passed_by_value_reaches_every_bound_launch(monkeypatch) -> Non
     k = TilecKernel("k", variant(module, "triton", (0, 1, 2, 3)))
     k._sms = lambda: 132  # type: ignore[method-assign]
     x, y = torch.randn(4, 64), torch.empty(4, 64)
+    memory = {t.data_ptr(): t for t in (x, y)}
     k.run(x, y, 3.0, 1, stream=7)  # Triton's JIT compiles; bound from now on
     assert k._bound is not None
     for s, n in ((0.5, 2), (-2.25, 5)):
@@ -377,7 +382,7 @@ def test_a_size_passed_divided_reaches_every_bound_launch_divided(monkeypatch) -
         def __call__(self, g0: int, g1: int, g2: int, stream: int, fn: Any, *rest: Any) -> None:
             x, y, n_over_16, s, _block = rest[8:]
             seen.append((g0, n_over_16, s))
-            y[: n_over_16 * 16].copy_(x[: n_over_16 * 16] * s)
+            memory[y][: n_over_16 * 16].copy_(memory[x][: n_over_16 * 16] * s)  # addresses
 
     def grid(x: torch.Tensor, y: torch.Tensor, n: int, s: int, num_sms: int = 1) -> tuple[int, ...]:
         return (-(-n // 64),)
@@ -395,6 +400,7 @@ def test_a_size_passed_divided_reaches_every_bound_launch_divided(monkeypatch) -
     k = TilecKernel("k", variant(module, "triton", (0, 1, 2, 3)))
     k._sms = lambda: 132  # type: ignore[method-assign]
     x, y = torch.randn(1024), torch.zeros(1024)
+    memory = {t.data_ptr(): t for t in (x, y)}
     k.run(x, y, 256, 3, stream=7)  # Triton's JIT compiles; bound from now on
     assert k._bound is not None and k._bound.size_args == (2, 3)
     for n, s in ((512, 2), (1024, 5), (16, 7)):

@@ -344,7 +344,8 @@ class _Bound:
     grid and the argument layout found at the first launch.
 
     Inductor's wrapper passes the stream and the same buffers' kind at every call (static shapes),
-    so a launch only gathers the run() arguments into the kernel's order, checks that the device
+    so a launch only gathers the run() arguments into the kernel's order (each buffer as its
+    address: Triton's C launcher takes an integer as it is), checks that the device
     and the 16-byte alignment of each pointer are those it was bound for (else the general path,
     which may compile another specialization or take the fallback), and reuses the encoded TMA
     descriptor of each tuple of base pointers (`cuTensorMapEncodeTiled` runs once per tuple, not
@@ -461,10 +462,15 @@ class _Bound:
             return False  # a size past 32 bits (Triton passes it as another type), or another type
         for kind, v in self.layout:
             if kind == "arg":
-                a = args[v]
-                if a.data_ptr() & 15:
+                # the address itself: Triton's C launcher takes an integer as it is, where of a
+                # tensor it calls data_ptr() again and asks the driver whether the address is
+                # device memory (cuPointerGetAttribute), once per pointer and launch. The tensor
+                # is on the device the kernel was bound on: a tensor of this buffer's kind was
+                # checked so at the first launch, and the wrapper allocates each call's alike.
+                p = args[v].data_ptr()
+                if p & 15:
                     return False
-                kernel_args.append(a)
+                kernel_args.append(p)
             elif kind == "size":
                 i, m = v
                 kernel_args.append(args[i] // m if m > 1 else args[i])
