@@ -4,10 +4,14 @@
 
 A compiled function of K independent small RMSNorms (K inputs of 64 rows, each of another length
 from 1024 up, so that Inductor cannot fuse them: K kernels, each a few microseconds on the GPU)
-is called again and again without waiting for the GPU: the GPU
-never catches up, so the wall time is the host's — the wrapper's Python and each kernel's
-launcher. Per implementation, the median over repeats of (wall time per call) / K is the host
-time per launch:
+is called again and again without waiting for the GPU, which keeps up with the kernels, so the
+wall time is the host's — the wrapper's Python and each kernel's launcher. The implementations
+are compiled first, each from a function of its own (a code object each: Dynamo's cache lookup
+never passes over another's entry), then timed in turn, `calls` calls a round, the order
+reversed every other round: the host's drift over a run (on the H200 machine stock alone read
+13.3 and 20.2 us a launch in two runs minutes apart, each implementation timed in one stretch)
+falls on every implementation alike. Per implementation, the median over the rounds of (wall
+time per call) / K is the host time per launch:
 
 - stock: Inductor's own kernels and launcher (tilec installed but disabled);
 - tilec-triton, tilec-gluon: every kernel taken by tilec, with that emitter (the chooser off).
@@ -33,17 +37,18 @@ IMPLS = ("stock", "tilec-triton", "tilec-gluon")
 SHAPE = (64, 1024)
 
 
-def _model(k: int) -> Callable[..., Any]:
+def _model(impl: str) -> Callable[..., Any]:
+    """The function `impl` compiles: K RMSNorms, in a code object of its own."""
     import torch
 
     def rmsnorm(x: Any, w: Any) -> Any:
         xf = x.float()
         return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * w
 
-    def many(ws: list[Any], xs: list[Any]) -> list[Any]:
-        return [rmsnorm(x, w) for x, w in zip(xs, ws)]
-
-    return many
+    name = "many_" + impl.replace("-", "_")
+    namespace: dict[str, Any] = {"rmsnorm": rmsnorm}
+    exec(f"def {name}(ws, xs):\n    return [rmsnorm(x, w) for x, w in zip(xs, ws)]\n", namespace)
+    return namespace[name]  # type: ignore[no-any-return]
 
 
 def _settings(impl: str) -> Any:
@@ -55,30 +60,54 @@ def _settings(impl: str) -> Any:
     return tilec.config.patch(enabled=True, emitter=emitter, decline=False, autotune=False, strict=True)
 
 
-def measure(impl: str, k: int, calls: int, repeats: int, profile: bool) -> dict[str, Any]:
+def _sync(device: str) -> None:
+    import torch
+
+    if device != "cpu":
+        torch.cuda.synchronize()
+
+
+def compile_impl(impl: str, ws: list[Any], xs: list[Any], device: str) -> tuple[Callable[..., Any], int, int]:
+    """`impl`'s compiled function, called once (it compiles), with the kernels of its graph and
+    how many of them tilec took."""
     import torch
 
     import tilec
 
-    torch._dynamo.reset()
     tilec.reset_report()
-    sizes = [SHAPE[1] + 64 * i for i in range(k)]  # another row length each: no fusion
-    xs = [torch.randn(SHAPE[0], n, device="cuda", dtype=torch.bfloat16) for n in sizes]
-    ws = [torch.randn(n, device="cuda", dtype=torch.bfloat16) for n in sizes]
     with _settings(impl), torch._inductor.config.patch(fx_graph_cache=False):
-        fn = torch.compile(_model(k), dynamic=False)
+        fn = torch.compile(_model(impl), dynamic=False)
         fn(ws, xs)
-        torch.cuda.synchronize()
-        records = tilec.report()
-        taken = sum(r.taken for r in records)
-        per_call = []
-        for _ in range(repeats):
-            torch.cuda.synchronize()
+    _sync(device)
+    records = tilec.report()
+    return fn, len(records), sum(r.taken for r in records)
+
+
+def measure(
+    impls: tuple[str, ...], k: int, calls: int, repeats: int, profile: bool, device: str = "cuda"
+) -> list[dict[str, Any]]:
+    """Each implementation compiled, then timed in turn over `repeats` rounds of `calls` calls."""
+    import torch
+
+    torch._dynamo.reset()
+    sizes = [SHAPE[1] + 64 * i for i in range(k)]  # another row length each: no fusion
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    xs = [torch.randn(SHAPE[0], n, device=device, dtype=dtype) for n in sizes]
+    ws = [torch.randn(n, device=device, dtype=dtype) for n in sizes]
+    compiled = {impl: compile_impl(impl, ws, xs, device) for impl in impls}
+    per_call: dict[str, list[float]] = {impl: [] for impl in impls}
+    for r in range(repeats):
+        for impl in impls if r % 2 == 0 else impls[::-1]:
+            fn = compiled[impl][0]
+            _sync(device)
             start = time.perf_counter()
             for _ in range(calls):
                 fn(ws, xs)
-            per_call.append((time.perf_counter() - start) / calls * 1e6)
-            torch.cuda.synchronize()
+            per_call[impl].append((time.perf_counter() - start) / calls * 1e6)
+            _sync(device)
+    rows = []
+    for impl in impls:
+        fn, kernels, taken = compiled[impl]
         top = ""
         if profile and impl != "stock":
             prof = cProfile.Profile()
@@ -86,41 +115,49 @@ def measure(impl: str, k: int, calls: int, repeats: int, profile: bool) -> dict[
             for _ in range(calls):
                 fn(ws, xs)
             prof.disable()
-            torch.cuda.synchronize()
+            _sync(device)
             buf = io.StringIO()
             pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(15)
             top = buf.getvalue()
-    us = statistics.median(per_call)
-    return {
-        "impl": impl,
-        "kernels": len(records),
-        "taken": taken,
-        "us_per_call": us,
-        "us_per_launch": us / max(1, len(records)),
-        "spread_us_per_launch": (max(per_call) - min(per_call)) / max(1, len(records)),
-        "profile": top,
-    }
+        times = per_call[impl]
+        us = statistics.median(times)
+        rows.append(
+            {
+                "impl": impl,
+                "kernels": kernels,
+                "taken": taken,
+                "us_per_call": us,
+                "us_per_launch": us / max(1, kernels),
+                "spread_us_per_launch": (max(times) - min(times)) / max(1, kernels),
+                "rounds_us_per_call": times,
+                "profile": top,
+            }
+        )
+    return rows
 
 
-def main(out: Path, k: int = 16, calls: int = 200, repeats: int = 15, profile: bool = False) -> int:
+def main(
+    out: Path, k: int = 16, calls: int = 200, repeats: int = 15, profile: bool = False, device: str = "cuda"
+) -> int:
+    """`device="cpu"` (Triton's interpreter active: tilec's CPU hook; no Gluon) runs the same
+    steps without a GPU, for the tests: its times say nothing of a GPU's host."""
     import torch
+    import triton
 
     import tilec
 
-    tilec.install()
     out.mkdir(parents=True, exist_ok=True)
-    env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
-    import triton
-
+    gpu = device != "cpu"
+    env = {"gpu": torch.cuda.get_device_name() if gpu else "CPU", "torch": torch.__version__}
     env["triton"] = triton.__version__
-    rows = []
-    for impl in IMPLS:
-        if impl == "tilec-gluon" and torch.cuda.get_device_capability()[0] < 9:
-            continue
-        r = measure(impl, k, calls, repeats, profile)
-        rows.append(r)
+    hopper = gpu and torch.cuda.get_device_capability()[0] >= 9
+    impls = tuple(i for i in IMPLS if i != "tilec-gluon" or hopper)
+    with tilec.installed(cpu=not gpu):
+        rows = measure(impls, k, calls, repeats, profile, device)
+    torch._dynamo.reset()
+    for r in rows:
         print(
-            f"{impl:14s} {r['us_per_launch']:6.2f} us per launch (spread {r['spread_us_per_launch']:.2f}), "
+            f"{r['impl']:14s} {r['us_per_launch']:6.2f} us per launch (spread {r['spread_us_per_launch']:.2f}), "
             f"{r['taken']} of {r['kernels']} kernels taken by tilec",
             flush=True,
         )
@@ -131,8 +168,9 @@ def main(out: Path, k: int = 16, calls: int = 200, repeats: int = 15, profile: b
         "# tilec bench --host",
         "",
         f"{env['gpu']}, torch {env['torch']}, triton {env['triton']}; {k} RMSNorm kernels of "
-        f"{SHAPE[0]} rows of {SHAPE[1]} to {SHAPE[1] + 64 * (k - 1)} bf16 elements per call, {calls} calls "
-        f"per repeat, median of {repeats} repeats. The difference to stock is tilec's cost per launch.",
+        f"{SHAPE[0]} rows of {SHAPE[1]} to {SHAPE[1] + 64 * (k - 1)} {'bf16' if gpu else 'fp32'} elements per "
+        f"call, {calls} calls per round, the implementations timed in turn (the order reversed every other "
+        f"round), median of {repeats} rounds. The difference to stock is tilec's cost per launch.",
         "",
         "| implementation | host µs per launch | spread | over stock | kernels taken by tilec |",
         "|---|---|---|---|---|",

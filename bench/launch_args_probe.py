@@ -73,7 +73,7 @@ def main(k: int = 16, calls: int = 200, rounds: int = 20) -> None:
         torch._dynamo.reset()
         tilec.reset_report()
         with host._settings(impl), torch._inductor.config.patch(fx_graph_cache=False):
-            fn = torch.compile(host._model(k), dynamic=False)
+            fn = torch.compile(host._model(impl), dynamic=False)
             for _ in range(3):
                 fn(ws, xs)
             torch.cuda.synchronize()

@@ -2,9 +2,9 @@
 (`tilec.inductor.decompositions`), and stock torch.compile, in one process: what
 `tilec.passes.chooser.GRAPH_REWRITES` quotes.
 
-    python bench/rewrite_probe.py [FAMILIES] [--aten]        # FAMILIES: llama,gpt2,gemma (default)
+    python bench/rewrite_probe.py [FAMILIES] [--aten] [--size default|small]   # FAMILIES: llama,gpt2,gemma
 
-Per family (`bench/models.py`'s models at the default size, bf16, a training step: forward, loss,
+Per family (`bench/models.py`'s models at the default size or `--size`'s, bf16, a training step: forward, loss,
 backward, AdamW), three sides compiled from one model's weights: `tilec` (the backend with no
 rewrite), `tilecfb` (the backend with tilec's `embedding_dense_backward`) and `stock`. For each: whether two first steps give the same
 gradients bit for bit, the largest relative error of a parameter's gradient against stock's; the
@@ -64,6 +64,11 @@ def main(argv: list[str]) -> None:
 
     torch._functorch.config.enable_autograd_cache = False
     torch._inductor.config.fx_graph_cache = False
+    size = "default"
+    if "--size" in argv:
+        i = argv.index("--size")
+        size = argv[i + 1]
+        argv = argv[:i] + argv[i + 2 :]
     args = [a for a in argv if not a.startswith("--")]
     families = (args[0] if args else "llama,gpt2,gemma").split(",")
     with_rewrite = rewritten(aten="--aten" in argv)
@@ -81,8 +86,9 @@ def main(argv: list[str]) -> None:
     backends = {"tilec": compile_with(None), "tilecfb": compile_with(with_rewrite), "stock": "inductor"}
 
     def family(fam: str, out: Any) -> None:
-        base = bench_models.build(fam, "default")
-        ids = torch.randint(0, base.config.vocab_size, (4, 1024), generator=torch.Generator().manual_seed(1)).cuda()
+        base = bench_models.build(fam, size)
+        shape = bench_models.SIZES[size]
+        ids = torch.randint(0, base.config.vocab_size, shape, generator=torch.Generator().manual_seed(1)).cuda()
         models = {s: copy.deepcopy(base).to("cuda", torch.bfloat16) for s in SIDES}
         torch._dynamo.reset()
         compiled = {s: torch.compile(bench_models.entry(s), backend=backends[s], dynamic=False) for s in SIDES}
@@ -126,6 +132,7 @@ def main(argv: list[str]) -> None:
             per = {name: us for name, (us, _) in bench_models.kernel_times(lambda s=s: step(s)).items()}
             row = {
                 "family": fam,
+                "size": size,
                 "side": s,
                 "device_us": sum(per.values()),
                 "wall_ms_median": statistics.median(times[s]),

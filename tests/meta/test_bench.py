@@ -740,3 +740,50 @@ def test_kernel_times_are_per_step_by_name_and_device_ms_sums_them(monkeypatch: 
     assert models.device_ms(step, steps=2, skip="fill") == pytest.approx(0.010)
     launched.clear()
     assert models.device_ms(lambda: None) is None
+
+
+def test_the_host_bench_times_the_implementations_in_turn(tmp_path: Path, monkeypatch) -> None:
+    """`tilec bench --host` compiles every implementation first, each from a code object of its
+    own, then times them in turn, round after round (the order reversed every other round), so
+    that the host's drift over a run falls on each alike; each implementation's graph keeps the
+    kernels it compiled with (stock's none of tilec's, tilec's all). On the CPU hook here: the
+    bookkeeping, not the times."""
+    import torch
+
+    from tilec.runtime import interpreter_active
+
+    if not interpreter_active():
+        pytest.skip("the CPU hook runs Triton in its interpreter (TRITON_INTERPRET=1, set by tests/conftest.py)")
+    host = load("host")
+    timed: list[str] = []
+    measure = host.measure
+
+    def recording(impls: tuple[str, ...], *args: Any) -> list[dict[str, Any]]:
+        real = torch.compile
+
+        def compile_(fn: Any, **kw: Any) -> Any:
+            compiled = real(fn, **kw)
+            impl = fn.__name__.removeprefix("many_")
+
+            def call(*a: Any) -> Any:
+                timed.append(impl)
+                return compiled(*a)
+
+            return call
+
+        monkeypatch.setattr(torch, "compile", compile_)
+        try:
+            return measure(impls, *args)
+        finally:
+            monkeypatch.setattr(torch, "compile", real)
+
+    monkeypatch.setattr(host, "measure", recording)
+    assert host.main(tmp_path, k=2, calls=2, repeats=3, device="cpu") == 0
+    rows = [json.loads(line) for line in (tmp_path / "host.jsonl").read_text().splitlines()]
+    assert [r["impl"] for r in rows] == ["stock", "tilec-triton"]  # no Gluon without a GPU
+    assert [(r["kernels"], r["taken"]) for r in rows] == [(2, 0), (2, 2)]
+    assert all(len(r["rounds_us_per_call"]) == 3 for r in rows)
+    # one compiling call each, then rounds of two calls: in turn, the order reversed every other round
+    s, t = "stock", "tilec_triton"
+    assert timed == [s, t] + [s, s, t, t] + [t, t, s, s] + [s, s, t, t]
+    assert "| tilec-triton |" in (tmp_path / "host.md").read_text()
