@@ -86,11 +86,46 @@ def test_each_gpus_rewrites_are_known_and_an_unknown_gpu_has_none() -> None:
 def test_the_cpu_takes_every_rewrite_only_where_decline_is_off() -> None:
     x = [torch.zeros(2), 3]
     with tilec.config.patch(decline=False):
-        assert rewrites(x) == tuple(decompositions.REWRITES)
+        assert rewrites(x) == dict.fromkeys(decompositions.REWRITES)  # at any number of tokens
         with tilec.config.patch(enabled=False):
-            assert rewrites(x) == ()
+            assert rewrites(x) == {}
     with tilec.config.patch(decline=True):
-        assert rewrites(x) == ()
+        assert rewrites(x) == {}
+
+
+def test_a_gpus_rewrite_takes_the_tokens_its_run_measured(rewrite_calls: list[tuple[object, ...]]) -> None:
+    """A table's rewrite covers the range of tokens its run measured: an op of fewer or more
+    tokens keeps Inductor's decomposition (the same result here: the CPU's sums are in order), and
+    the cache key names the range."""
+    from torch._inductor.decomposition import select_decomp_table
+
+    op = decompositions.overload("embedding_dense_backward")
+    grad = torch.randn(1, 64, 3).bfloat16()
+    with decompositions.replaced({"embedding_dense_backward": (32, 64)}):
+        assert decompositions.active() == ("embedding_dense_backward[32,64)",)
+        table = select_decomp_table()
+        for tokens in (48, 31, 64):
+            ids = torch.randint(0, 5, (1, tokens))
+            got = table[op](grad[:, :tokens], ids, 5, -1, False)
+            assert torch.equal(got, stock(grad[:, :tokens], ids, 5, -1, False))
+    assert rewrite_calls == [(5, -1, False)]  # 48 tokens only
+    assert [r.tokens for rs in GRAPH_REWRITES.values() for r in rs] == [(4096, 8192)]
+
+
+@pytest.mark.usefixtures("uninstalled")
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "symbolic-tokens"])
+def test_a_symbolic_number_of_tokens_is_outside_every_measured_range(
+    dynamic: bool, rewrite_calls: list[tuple[object, ...]]
+) -> None:
+    """Tokens known only at run time are not known to lie in a measured range: Inductor's
+    decomposition (where decline is off the rewrite takes them: the test below)."""
+    torch.manual_seed(0)
+    model = Tied(37, 16).bfloat16()
+    compiled = torch.compile(model, dynamic=dynamic)
+    with decompositions.replaced({"embedding_dense_backward": (32, 64)}):
+        for tokens in (24, 20):  # 48 and 40 tokens: in the range
+            compiled(torch.randint(0, 37, (2, tokens))).backward()
+    assert rewrite_calls == ([] if dynamic else [(37, 1, False)] * 2), rewrite_calls
 
 
 class Tied(torch.nn.Module):

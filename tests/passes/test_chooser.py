@@ -556,15 +556,21 @@ REWRITE_FIGURE = re.compile(r"(\w+) train ([\d.]+) vs ([\d.]+) us")
 def test_graph_rewrites_name_a_committed_run_that_holds_their_figures(gpu: str, rewrite: Rewrite) -> None:
     """A GPU's decomposition quotes, per model, the device time of a training step with it
     (`tilecfb`) against without it (`tilec`) from its run's `rewrite.jsonl` (bench/rewrite_probe.py),
-    each faster with it."""
+    each faster with it; its range of tokens holds every size it quotes and no more than a
+    power-of-two range (the models' batch x tokens, bench/models.py's SIZES, by the rows' `size`)."""
     rows = [json.loads(line) for line in (ROOT / RESULTS / rewrite.run / "rewrite.jsonl").open()]
     device = {(r["family"], r["side"]): r["device_us"] for r in rows if "device_us" in r}
+    sizes = load("models").SIZES
+    tokens = {r["family"]: sizes[r.get("size", "default")][0] * sizes[r.get("size", "default")][1] for r in rows}
     figures = REWRITE_FIGURE.findall(rewrite.figures)
     assert len(figures) >= 1, rewrite.figures
+    low, high = rewrite.tokens
+    assert high <= 2 * low and low & (low - 1) == 0, rewrite.tokens
     for family, with_it, without in figures:
         assert round(device[(family, "tilecfb")], 1) == float(with_it), (family, device)
         assert round(device[(family, "tilec")], 1) == float(without), (family, device)
         assert float(with_it) < float(without)
+        assert low <= tokens[family] < high, (family, tokens[family], rewrite.tokens)
 
 
 RING_FUSIONS = [(gpu, f) for gpu, f in FUSIONS if f.ring]

@@ -11,8 +11,9 @@ every graph.
 
 AOT autograd decomposes the graph with Inductor's table, in which this backend replaces the
 decompositions a GPU's table measured faster (`tilec.passes.chooser.GRAPH_REWRITES`,
-`tilec.inductor.decompositions`): on the device the graph's inputs are on, every one where
-`tilec.config.decline` is off (the CPU: only then), none where tilec is disabled.
+`tilec.inductor.decompositions`), over the tokens measured: on the device the graph's inputs are
+on, every one at any size where `tilec.config.decline` is off (the CPU: only then), none where
+tilec is disabled.
 """
 
 from __future__ import annotations
@@ -40,10 +41,11 @@ def tilec_backend(gm: Any, example_inputs: Any, mode: str | None = None, options
         return compile_fx.compile_fx(gm, example_inputs, inner_compile=_inner_compile, config_patches=settings or None)
 
 
-def rewrites(example_inputs: Any) -> tuple[str, ...]:
+def rewrites(example_inputs: Any) -> dict[str, tuple[int, int] | None]:
     """The decompositions this backend replaces for a graph of these inputs (`decompositions.REWRITES`'
-    names): all where `tilec.config.decline` is off; else those the table of the CUDA device they
-    are on measured faster (none on the CPU); none where tilec is disabled."""
+    names), each with the range of tokens it takes (None: any): all, at any size, where
+    `tilec.config.decline` is off; else those the table of the CUDA device they are on measured
+    faster, over the range measured (none on the CPU); none where tilec is disabled."""
     import torch
 
     from tilec import config as cfg
@@ -51,14 +53,14 @@ def rewrites(example_inputs: Any) -> tuple[str, ...]:
     from tilec.passes.chooser import graph_rewrites
 
     if not cfg.enabled:
-        return ()
+        return {}
     devices = {t.device for t in example_inputs if isinstance(t, torch.Tensor)}
     if not cfg.decline and devices:
-        return tuple(decompositions.REWRITES)
+        return dict.fromkeys(decompositions.REWRITES)
     cuda = [d for d in devices if d.type == "cuda"]
     if not cuda:
-        return ()
-    return tuple(r.name for r in graph_rewrites(torch.cuda.get_device_name(cuda[0])))
+        return {}
+    return {r.name: r.tokens for r in graph_rewrites(torch.cuda.get_device_name(cuda[0]))}
 
 
 def _inner_compile(*args: Any, **kwargs: Any) -> Any:

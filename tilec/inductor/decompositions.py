@@ -4,7 +4,10 @@ says they measured faster (`tilec.passes.chooser.GRAPH_REWRITES`).
 `torch.compile(backend="tilec")` compiles with these entries of Inductor's decomposition table
 replaced for the duration of its compile (`replaced`: AOT autograd traces and decomposes the
 forward and the backward graphs then; Dynamo compiles one frame at a time), and the FX-graph
-cache keys of its graphs name them (`active`). `tilec.install()`, which applies tilec to the
+cache keys of its graphs name them (`active`). A GPU's table takes a rewrite over the range of
+tokens its run measured (`chooser.Rewrite.tokens`, of what `MEASURED` reads from the op's
+arguments): an op of other tokens, or of tokens known only at run time, keeps Inductor's
+decomposition. `tilec.install()`, which applies tilec to the
 default backend's compiles, leaves that backend's table as it is. (Handing compile_fx a table of
 its own instead would put the table in Inductor's cache key, which cannot hash it: every compile
 would bypass the FX-graph cache.)
@@ -26,11 +29,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["REWRITES", "active", "embedding_dense_backward", "overload", "replaced"]
+__all__ = ["MEASURED", "REWRITES", "active", "embedding_dense_backward", "overload", "replaced"]
 
 log = logging.getLogger("tilec")
 
@@ -74,6 +77,36 @@ REWRITES: dict[str, tuple[str, Any]] = {
 }
 
 
+def _tokens(grad_output: Any, indices: Any, *rest: Any) -> Any:
+    return indices.numel()
+
+
+# name -> what a table's measured range (`chooser.Rewrite.tokens`) bounds, of the op's arguments
+MEASURED: dict[str, Callable[..., Any]] = {"embedding_dense_backward": _tokens}
+
+
+def _known(condition: Any) -> bool:
+    """Whether `condition` holds for every value of the sizes it reads (a symbolic size: only
+    where provable without a guard)."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    return bool(statically_known_true(condition))
+
+
+def _within(name: str, tokens: tuple[int, int], inductors: Any) -> Any:
+    """`name`'s decomposition where the op's tokens lie in `tokens` ([low, high)), else the one
+    Inductor's table had (`inductors`; none: the op is not decomposed)."""
+    low, high = tokens
+
+    def decomposition(*args: Any, **kwargs: Any) -> Any:
+        n = MEASURED[name](*args, **kwargs)
+        if _known(n >= low) and _known(n < high):
+            return REWRITES[name][1](*args, **kwargs)
+        return NotImplemented if inductors is None else inductors(*args, **kwargs)
+
+    return decomposition
+
+
 def overload(name: str) -> Any:
     """The ATen overload `name` (of `REWRITES`) decomposes."""
     import torch
@@ -83,9 +116,12 @@ def overload(name: str) -> Any:
 
 
 @contextlib.contextmanager
-def replaced(names: tuple[str, ...]) -> Iterator[None]:
-    """Inductor's decomposition table with `names`' entries (of `REWRITES`) replaced in the block."""
-    if not names:
+def replaced(rewrites: Mapping[str, tuple[int, int] | None] | tuple[str, ...]) -> Iterator[None]:
+    """Inductor's decomposition table with the entries of `rewrites` (names of `REWRITES`, each
+    with the range of tokens it takes, or None: any) replaced in the block; outside its range an
+    op keeps Inductor's decomposition."""
+    ranges = dict(rewrites) if isinstance(rewrites, Mapping) else dict.fromkeys(rewrites)
+    if not ranges:
         yield
         return
     from torch._inductor import decomposition
@@ -96,15 +132,21 @@ def replaced(names: tuple[str, ...]) -> Iterator[None]:
     merged = getattr(decomposition, "fast_random_decomps", None)
     if merged is not None and merged() is not decomposition.decompositions:
         tables.append(merged())
+    names = tuple(ranges)
     ops = [overload(name) for name in names]
     saved = [{op: table.get(op) for op in ops} for table in tables]
-    token = _active.set(names)
+    installed = [
+        REWRITES[name][1] if ranges[name] is None else _within(name, ranges[name], saved[0][op])  # type: ignore[arg-type]
+        for name, op in zip(names, ops, strict=True)
+    ]
+    # the cache key names each rewrite with its range: a graph's code depends on both
+    token = _active.set(tuple(name if r is None else f"{name}[{r[0]},{r[1]})" for name, r in ranges.items()))
     try:
         for table in tables:
-            for name, op in zip(names, ops, strict=True):
-                table[op] = REWRITES[name][1]
+            for op, fn in zip(ops, installed, strict=True):
+                table[op] = fn
         chosen = decomposition.select_decomp_table()
-        missed = [name for name, op in zip(names, ops, strict=True) if chosen.get(op) is not REWRITES[name][1]]
+        missed = [name for name, op, fn in zip(names, ops, installed, strict=True) if chosen.get(op) is not fn]
         if missed:  # a torch whose table is built otherwise: Inductor's own decompositions stay
             log.warning("tilec: Inductor's decomposition table did not take %s; its own stay", ", ".join(missed))
         yield

@@ -2744,15 +2744,21 @@ class Rewrite:
     """A decomposition `torch.compile(backend="tilec")` gives AOT autograd in place of Inductor's
     own on a GPU (`name`: one of `tilec.inductor.decompositions.REWRITES`), because whole models'
     training steps measured faster with it there: `figures` quotes the run's device time per step
-    with it against without it ("llama train 10408.8 vs 10446.5 us; ...")."""
+    with it against without it ("llama train 10408.8 vs 10446.5 us; ..."). `tokens`: the range
+    [low, high) of the op's tokens (`decompositions.MEASURED`: an embedding's count of indices) the
+    run measured, a power-of-two range as a rule's rows; an op of another count, or of a count
+    known only at run time, keeps Inductor's decomposition. What a decomposition changes is a
+    step's number of launches against its device time, so a host-bound step of fewer tokens may
+    lose what a larger one gains."""
 
     name: str
     run: str
     figures: str
+    tokens: tuple[int, int]
 
 
 # By GPU, as TABLES. The H200 (2026-11-29-h200-embedding-grad: `bench/rewrite_probe.py`, the
-# models' training steps at the default size with and without the rewrite, in one process): an
+# models' training steps at the default size, 4096 tokens, with and without the rewrite, in one process): an
 # embedding's weight gradient accumulated a row per token and written in the weight's dtype, not
 # through an fp32 table of the vocabulary; faster for Llama, GPT-2 and Gemma (0.4-0.9% of the
 # step), each step's gradients as far from stock's as without it. A GPU without an entry keeps
@@ -2763,6 +2769,7 @@ GRAPH_REWRITES: dict[str, tuple[Rewrite, ...]] = {
             "embedding_dense_backward",
             "2026-11-29-h200-embedding-grad",
             "llama train 10408.8 vs 10446.5 us; gpt2 train 11467.4 vs 11575.3 us; gemma train 9484.0 vs 9568.6 us",
+            tokens=(4096, 8192),  # 4 x 1024 tokens
         ),
     ),
 }
