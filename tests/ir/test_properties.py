@@ -109,7 +109,8 @@ def _mutate(text: str, data: st.DataObject) -> str:
     return text
 
 
-@settings(max_examples=examples(2500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 1000 mutants in CI (a fixed draw: derandomized), a new draw of them each run elsewhere
+@settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_mutations_never_crash_the_parser(data: st.DataObject) -> None:
     files = valid_tile_files()
