@@ -20,7 +20,6 @@ Per family and mode (`infer`, `train`; no CUDA graphs), after three warm-up step
 
 from __future__ import annotations
 
-import copy
 import cProfile
 import io
 import json
@@ -78,31 +77,10 @@ def profile_text(step: Callable[[], Any], steps: int) -> str:
 
 
 def probe(family: str, mode: str, size: str, out: str) -> dict[str, Any]:
-    batch, seq = bench_models.SIZES[size]
     train = mode == "train"
-    base = bench_models.build(family, size)
-    ids = torch.randint(0, base.config.vocab_size, (batch, seq), generator=torch.Generator().manual_seed(1)).cuda()
     sides = ("control", "tilec", "stock")  # made, compiled and warmed up in this order
-    models = {side: copy.deepcopy(base).to("cuda", torch.bfloat16) for side in sides}
-    torch._dynamo.reset()
-    tilec.reset_report()
-    compiled = {
-        side: torch.compile(bench_models.entry(side), backend="tilec" if side == "tilec" else "inductor", dynamic=False)
-        for side in sides
-    }
-    opts = {s: torch.optim.AdamW(m.parameters(), lr=1e-4, foreach=True) for s, m in models.items()} if train else {}
-
-    def step(side: str) -> None:
-        if train:
-            models[side].train()
-            compiled[side](models[side], ids, ids).loss.backward()
-            opts[side].step()
-            opts[side].zero_grad(set_to_none=True)
-        else:
-            models[side].eval()
-            with torch.no_grad():
-                compiled[side](models[side], ids, None)
-
+    backends = {side: "tilec" if side == "tilec" else "inductor" for side in sides}
+    step = bench_models.stepper(family, size, backends, train)
     for side in sides:
         for _ in range(3):
             step(side)

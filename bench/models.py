@@ -163,6 +163,42 @@ def entry(side: str) -> Callable[[Any, Any, Any], Any]:
     return namespace[f"forward_{side}"]  # type: ignore[no-any-return]
 
 
+def stepper(
+    family: str, size: str, backends: dict[str, Any], train: bool, device: str = "cuda"
+) -> Callable[[str], None]:
+    """`step(side)` over sides compiled alike, for the probes that time a model's steps per side:
+    each side (`backends`: side -> its `torch.compile` backend, made and compiled in the dict's
+    order) a bf16 copy of the family's model at `size`, compiled from an entry of its own
+    (`entry`); a step is a forward pass, or with `train` forward, loss, backward and AdamW.
+    Dynamo and tilec's report are reset first."""
+    import torch
+
+    import tilec
+
+    batch, seq = SIZES[size]
+    base = build(family, size)
+    ids = torch.randint(0, base.config.vocab_size, (batch, seq), generator=torch.Generator().manual_seed(1))
+    ids = ids.to(device)
+    models = {side: copy.deepcopy(base).to(device, torch.bfloat16) for side in backends}
+    torch._dynamo.reset()
+    tilec.reset_report()
+    compiled = {side: torch.compile(entry(side), backend=b, dynamic=False) for side, b in backends.items()}
+    opts = {s: torch.optim.AdamW(m.parameters(), lr=1e-4, foreach=True) for s, m in models.items()} if train else {}
+
+    def step(side: str) -> None:
+        if train:
+            models[side].train()
+            compiled[side](models[side], ids, ids).loss.backward()
+            opts[side].step()
+            opts[side].zero_grad(set_to_none=True)
+        else:
+            models[side].eval()
+            with torch.no_grad():
+                compiled[side](models[side], ids, None)
+
+    return step
+
+
 def kernel_rows(records: list[Any]) -> list[dict[str, Any]]:
     """Each kernel tilec saw, as results carry it: taken (emitter, the autotuner's choice) or why
     not, what the chooser read of it (its signature) and the autotuner's timings where it ran —

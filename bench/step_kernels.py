@@ -13,7 +13,6 @@ per side is printed.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import sys
@@ -32,29 +31,7 @@ def main(argv: list[str]) -> None:
     modes = (argv[1] if len(argv) > 1 else "train").split(",")
 
     def run(fam: str, mode: str, out: Any) -> None:
-        train = mode == "train"
-        base = bench_models.build(fam, "default")
-        ids = torch.randint(0, base.config.vocab_size, (4, 1024), generator=torch.Generator().manual_seed(1)).cuda()
-        models = {s: copy.deepcopy(base).to("cuda", torch.bfloat16) for s in ("tilec", "stock")}
-        torch._dynamo.reset()
-        tilec.reset_report()
-        compiled = {
-            "tilec": torch.compile(bench_models.entry("tilec"), backend="tilec", dynamic=False),
-            "stock": torch.compile(bench_models.entry("stock"), dynamic=False),
-        }
-        opts = {s: torch.optim.AdamW(models[s].parameters(), lr=1e-4, foreach=True) for s in models}
-
-        def step(s: str) -> None:
-            if train:
-                models[s].train()
-                compiled[s](models[s], ids, ids).loss.backward()
-                opts[s].step()
-                opts[s].zero_grad(set_to_none=True)
-            else:
-                models[s].eval()
-                with torch.no_grad():
-                    compiled[s](models[s], ids, None)
-
+        step = bench_models.stepper(fam, "default", {"tilec": "tilec", "stock": "inductor"}, mode == "train")
         for s in ("tilec", "stock"):
             for _ in range(3):
                 step(s)

@@ -117,7 +117,7 @@ def test_install_and_uninstall_restore_inductors_registrations() -> None:
         assert common.device_codegens["cuda"] is not stock["cuda"][0]
         assert common.custom_backend_passes["cuda"].uuid() == cfg.fingerprint()
         # the decompositions the backend replaces for a compile go into the key with the settings
-        with decompositions.replaced(("embedding_dense_backward",)):
+        with decompositions.replaced({"embedding_dense_backward": None}):
             key = common.custom_backend_passes["cuda"].uuid()
         assert key == f"{cfg.fingerprint()} rewrites=embedding_dense_backward"
         tilec.install()  # idempotent

@@ -756,28 +756,19 @@ def test_the_host_bench_times_the_implementations_in_turn(tmp_path: Path, monkey
         pytest.skip("the CPU hook runs Triton in its interpreter (TRITON_INTERPRET=1, set by tests/conftest.py)")
     host = load("host")
     timed: list[str] = []
-    measure = host.measure
+    real = torch.compile
 
-    def recording(impls: tuple[str, ...], *args: Any) -> list[dict[str, Any]]:
-        real = torch.compile
+    def compile_(fn: Any, **kw: Any) -> Any:  # each call of a compiled function, by its name
+        compiled = real(fn, **kw)
+        impl = fn.__name__.removeprefix("many_")
 
-        def compile_(fn: Any, **kw: Any) -> Any:
-            compiled = real(fn, **kw)
-            impl = fn.__name__.removeprefix("many_")
+        def call(*a: Any) -> Any:
+            timed.append(impl)
+            return compiled(*a)
 
-            def call(*a: Any) -> Any:
-                timed.append(impl)
-                return compiled(*a)
+        return call
 
-            return call
-
-        monkeypatch.setattr(torch, "compile", compile_)
-        try:
-            return measure(impls, *args)
-        finally:
-            monkeypatch.setattr(torch, "compile", real)
-
-    monkeypatch.setattr(host, "measure", recording)
+    monkeypatch.setattr(torch, "compile", compile_)
     assert host.main(tmp_path, k=2, calls=2, repeats=3, device="cpu") == 0
     rows = [json.loads(line) for line in (tmp_path / "host.jsonl").read_text().splitlines()]
     assert [r["impl"] for r in rows] == ["stock", "tilec-triton"]  # no Gluon without a GPU

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import math
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -561,7 +562,7 @@ def test_graph_rewrites_name_a_committed_run_that_holds_their_figures(gpu: str, 
     rows = [json.loads(line) for line in (ROOT / RESULTS / rewrite.run / "rewrite.jsonl").open()]
     device = {(r["family"], r["side"]): r["device_us"] for r in rows if "device_us" in r}
     sizes = load("models").SIZES
-    tokens = {r["family"]: sizes[r.get("size", "default")][0] * sizes[r.get("size", "default")][1] for r in rows}
+    tokens = {r["family"]: math.prod(sizes[r.get("size", "default")]) for r in rows}
     figures = REWRITE_FIGURE.findall(rewrite.figures)
     assert len(figures) >= 1, rewrite.figures
     low, high = rewrite.tokens

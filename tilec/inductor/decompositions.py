@@ -116,11 +116,10 @@ def overload(name: str) -> Any:
 
 
 @contextlib.contextmanager
-def replaced(rewrites: Mapping[str, tuple[int, int] | None] | tuple[str, ...]) -> Iterator[None]:
-    """Inductor's decomposition table with the entries of `rewrites` (names of `REWRITES`, each
-    with the range of tokens it takes, or None: any) replaced in the block; outside its range an
-    op keeps Inductor's decomposition."""
-    ranges = dict(rewrites) if isinstance(rewrites, Mapping) else dict.fromkeys(rewrites)
+def replaced(ranges: Mapping[str, tuple[int, int] | None]) -> Iterator[None]:
+    """Inductor's decomposition table with the entries of `ranges` (names of `REWRITES`, each with
+    the range of tokens it takes, or None: any) replaced in the block; outside its range an op
+    keeps Inductor's decomposition."""
     if not ranges:
         yield
         return
@@ -136,8 +135,8 @@ def replaced(rewrites: Mapping[str, tuple[int, int] | None] | tuple[str, ...]) -
     ops = [overload(name) for name in names]
     saved = [{op: table.get(op) for op in ops} for table in tables]
     installed = [
-        REWRITES[name][1] if ranges[name] is None else _within(name, ranges[name], saved[0][op])  # type: ignore[arg-type]
-        for name, op in zip(names, ops, strict=True)
+        REWRITES[name][1] if r is None else _within(name, r, saved[0][op])
+        for (name, r), op in zip(ranges.items(), ops, strict=True)
     ]
     # the cache key names each rewrite with its range: a graph's code depends on both
     token = _active.set(tuple(name if r is None else f"{name}[{r[0]},{r[1]})" for name, r in ranges.items()))
